@@ -1,0 +1,333 @@
+/**
+ * @file rmaop.h
+ * @brief rmaop: distributed linear operators and solvers over one-sided (rma), two-sided (MPI) and NCCL
+ *        communication. The one header a user includes.
+ *
+ * Conventions
+ * - Every function returns an ::rmaop_status; RMAOP_OK is 0. On failure the context keeps a message that
+ *   names the bad argument or the failing library call (rmaop_ctx_last_error()). Output arguments are
+ *   written only on success. Nothing in the library calls exit, abort or MPI_Abort.
+ * - "Collective" means every rank of the context's communicator must call, in the same order. Collective
+ *   calls agree on failure: if one rank detects bad input, every rank returns an error (that rank the
+ *   precise one, the others RMAOP_ERR_REMOTE) instead of hanging.
+ * - "Neighbor-collective" means every rank that a plan connects must call.
+ * - Scalars are passed as `double _Complex`; for real dtypes the imaginary part must be zero.
+ */
+#ifndef RMAOP_RMAOP_H
+#define RMAOP_RMAOP_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RMAOP_VERSION_MAJOR 0
+#define RMAOP_VERSION_MINOR 1
+#define RMAOP_VERSION_PATCH 0
+
+/** Status of every call. */
+typedef enum {
+  RMAOP_OK = 0,
+  RMAOP_ERR_ARG,         /**< a bad argument; the message names it */
+  RMAOP_ERR_MPI,         /**< an MPI call failed; the message names it and MPI's error string */
+  RMAOP_ERR_CUDA,        /**< a CUDA call failed */
+  RMAOP_ERR_NCCL,        /**< an NCCL call failed */
+  RMAOP_ERR_UNSUPPORTED, /**< the backend, memory kind or transport cannot do this */
+  RMAOP_ERR_NOMEM,       /**< an allocation failed */
+  RMAOP_ERR_TIMEOUT,     /**< a wait for a peer exceeded the context's timeout */
+  RMAOP_ERR_REMOTE,      /**< another rank failed in this collective call; its message says why */
+  RMAOP_ERR_INTERNAL     /**< a bug in rmaop; please report it with the message */
+} rmaop_status;
+
+/** Static name of a status ("RMAOP_ERR_ARG", ...). Not collective. */
+const char *rmaop_status_string(rmaop_status status);
+
+typedef enum { RMAOP_F32 = 0, RMAOP_F64, RMAOP_C64, RMAOP_C128 } rmaop_dtype;
+typedef enum { RMAOP_MEMORY_HOST = 0, RMAOP_MEMORY_DEVICE } rmaop_memory;
+/** How a plan writes the destination: overwrite, or add (adjoints use ADD). */
+typedef enum { RMAOP_INSERT = 0, RMAOP_ADD } rmaop_mode;
+typedef enum { RMAOP_SUM = 0, RMAOP_MAX, RMAOP_MIN } rmaop_redop;
+/** Epoch synchronization of the rma backend (RMAOP_RMA_SYNC). */
+typedef enum { RMAOP_SYNC_FENCE = 0, RMAOP_SYNC_PSCW, RMAOP_SYNC_LOCK } rmaop_sync;
+/** How the rma backend moves bytes to a peer (RMAOP_RMA_TRANSPORT). */
+typedef enum {
+  RMAOP_TRANSPORT_AUTO = 0,
+  RMAOP_TRANSPORT_MPI,
+  RMAOP_TRANSPORT_SHM,
+  RMAOP_TRANSPORT_IPC
+} rmaop_transport;
+typedef enum { RMAOP_LAYOUT_SCATTER = 0, RMAOP_LAYOUT_BROADCAST } rmaop_layout_kind;
+
+/** Bytes of one element of @p dtype (0 for an invalid dtype). */
+size_t rmaop_dtype_size(rmaop_dtype dtype);
+/** "f32", "f64", "c64", "c128" (or "invalid"). */
+const char *rmaop_dtype_name(rmaop_dtype dtype);
+/** Parses "f32" ... "c128". Returns RMAOP_ERR_ARG naming the string when unknown. */
+rmaop_status rmaop_dtype_parse(const char *name, rmaop_dtype *dtype);
+const char *rmaop_sync_name(rmaop_sync sync);
+const char *rmaop_transport_name(rmaop_transport transport);
+const char *rmaop_memory_name(rmaop_memory memory);
+
+typedef struct rmaop_ctx_s *rmaop_ctx;
+typedef struct rmaop_layout_s *rmaop_layout;
+typedef struct rmaop_vec_s *rmaop_vec;
+typedef struct rmaop_plan_s *rmaop_plan;
+typedef struct rmaop_win_s *rmaop_win;
+typedef struct rmaop_request_s *rmaop_request;
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Context                                                                                          */
+/* ------------------------------------------------------------------------------------------------ */
+
+/** Options of a context. A NULL string or a negative number means: take the RMAOP_* environment
+ *  variable named beside it, else the default. */
+typedef struct {
+  const char *backend;       /**< "rma" | "twosided" | "nccl"; RMAOP_BACKEND; default "rma" */
+  const char *memory;        /**< "host" | "device"; RMAOP_MEMORY; default "host" */
+  const char *rma_sync;      /**< "fence" | "pscw" | "lock"; RMAOP_RMA_SYNC; default "lock" */
+  const char *rma_transport; /**< "auto" | "mpi" | "shm" | "ipc"; RMAOP_RMA_TRANSPORT; default "auto" */
+  int trace;                 /**< 0 | 1; RMAOP_TRACE; default 0 */
+  double timeout;            /**< seconds a wait on a peer may last; RMAOP_TIMEOUT; default 300 */
+} rmaop_ctx_options;
+
+/** Fills @p opts with "unset" (NULL strings, -1 numbers) so every field comes from the environment. */
+void rmaop_ctx_options_init(rmaop_ctx_options *opts);
+
+/**
+ * Creates a context over a duplicate of @p comm (errors return on the duplicate).
+ * Collective over @p comm. @p opts may be NULL (all from the environment).
+ * Reads RMAOP_BACKEND, RMAOP_MEMORY, RMAOP_RMA_SYNC, RMAOP_RMA_TRANSPORT, RMAOP_TRACE, RMAOP_TIMEOUT.
+ * @return RMAOP_ERR_ARG for an unknown name (the message lists the valid ones), RMAOP_ERR_UNSUPPORTED for
+ *         a backend not built in, RMAOP_ERR_MPI. On failure no context exists: read the message with
+ *         rmaop_ctx_last_error(NULL).
+ */
+rmaop_status rmaop_ctx_create(MPI_Comm comm, const rmaop_ctx_options *opts, rmaop_ctx *ctx);
+/** Frees a context and sets *ctx to NULL. Collective. Every object made from it must be freed first. */
+void rmaop_ctx_destroy(rmaop_ctx *ctx);
+/** The last error message of @p ctx, or of the process when @p ctx is NULL ("" when none). Not collective. */
+const char *rmaop_ctx_last_error(rmaop_ctx ctx);
+
+/** What a context is. Not collective. */
+typedef struct {
+  MPI_Comm comm; /**< the context's duplicate; do not free */
+  int rank, size;
+  const char *backend;
+  rmaop_memory memory;
+  rmaop_sync rma_sync;
+  rmaop_transport rma_transport;
+  int trace;
+  double timeout;
+} rmaop_ctx_info;
+rmaop_status rmaop_ctx_get_info(rmaop_ctx ctx, rmaop_ctx_info *info);
+
+/** Comma-separated names of the backends built into this library ("rma,twosided[,nccl]"). */
+const char *rmaop_backends_available(void);
+
+/**
+ * Reduces @p count doubles from every rank into @p out on every rank (identical on all ranks),
+ * through the context's backend. Collective. @p in and @p out may alias. @p label names the trace site
+ * (NULL: "allreduce"). Host memory buffers.
+ */
+rmaop_status rmaop_allreduce(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op,
+                             const char *label);
+/** Non-blocking form of rmaop_allreduce(): @p out is valid after rmaop_request_wait(). Collective.
+ *  @p in must not change and @p out must not be read before the wait. */
+rmaop_status rmaop_allreduce_begin(rmaop_ctx ctx, const double *in, double *out, int64_t count,
+                                   rmaop_redop op, const char *label, rmaop_request *req);
+/** Completes a request and frees it (sets *req to NULL). */
+rmaop_status rmaop_request_wait(rmaop_request *req);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Layout                                                                                           */
+/* ------------------------------------------------------------------------------------------------ */
+
+/**
+ * SCATTER: @p global_n split over the ranks, the first (global_n mod P) ranks holding one more element
+ * (PyLops-MPI's local_split). BROADCAST: every rank holds all @p global_n. Collective.
+ * @return RMAOP_ERR_ARG for a negative size, or one that differs between ranks.
+ */
+rmaop_status rmaop_layout_create(rmaop_ctx ctx, rmaop_layout_kind kind, int64_t global_n, rmaop_layout *layout);
+/** SCATTER with this rank's size @p local_n (uneven and zero sizes allowed). Collective. */
+rmaop_status rmaop_layout_create_local(rmaop_ctx ctx, int64_t local_n, rmaop_layout *layout);
+/** Drops a reference (vectors keep their layout alive); sets *layout to NULL. Not collective. */
+void rmaop_layout_destroy(rmaop_layout *layout);
+
+typedef struct {
+  rmaop_layout_kind kind;
+  int64_t global_n, local_n, offset; /**< offset: global index of this rank's first element (0 for BROADCAST) */
+  int rank, size;
+} rmaop_layout_info;
+rmaop_status rmaop_layout_get_info(rmaop_layout layout, rmaop_layout_info *info);
+/** Local size and offset of @p rank. Not collective. */
+rmaop_status rmaop_layout_rank_range(rmaop_layout layout, int rank, int64_t *local_n, int64_t *offset);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Vectors                                                                                          */
+/* ------------------------------------------------------------------------------------------------ */
+
+/** A zero vector over @p layout in the context's memory. Not collective. */
+rmaop_status rmaop_vec_create(rmaop_layout layout, rmaop_dtype dtype, rmaop_vec *vec);
+/** A zero vector with the layout and dtype of @p x. Not collective. */
+rmaop_status rmaop_vec_duplicate(rmaop_vec x, rmaop_vec *vec);
+void rmaop_vec_destroy(rmaop_vec *vec);
+
+typedef struct {
+  rmaop_layout layout; /**< borrowed */
+  rmaop_dtype dtype;
+  rmaop_memory memory;
+  int64_t local_n, global_n, offset;
+} rmaop_vec_info;
+rmaop_status rmaop_vec_get_info(rmaop_vec vec, rmaop_vec_info *info);
+/** The local elements (in the vector's memory kind; local_n of them). Not collective. */
+rmaop_status rmaop_vec_get_array(rmaop_vec vec, void **data);
+/** Copies the local elements to / from host memory @p host (local_n elements of the dtype). */
+rmaop_status rmaop_vec_read_local(rmaop_vec vec, void *host);
+rmaop_status rmaop_vec_write_local(rmaop_vec vec, const void *host);
+
+/* Local operations (not collective). Vectors must share layout sizes and dtype (else RMAOP_ERR_ARG). */
+rmaop_status rmaop_vec_set(rmaop_vec x, double _Complex alpha);                          /**< x[:] = alpha */
+rmaop_status rmaop_vec_copy(rmaop_vec x, rmaop_vec y);                                   /**< y = x */
+rmaop_status rmaop_vec_axpy(rmaop_vec y, double _Complex alpha, rmaop_vec x);            /**< y += alpha x */
+rmaop_status rmaop_vec_axpby(rmaop_vec y, double _Complex alpha, double _Complex beta, rmaop_vec x); /**< y = alpha x + beta y */
+rmaop_status rmaop_vec_scale(rmaop_vec x, double _Complex alpha);                        /**< x *= alpha */
+rmaop_status rmaop_vec_pointwise_mult(rmaop_vec w, rmaop_vec x, rmaop_vec y);            /**< w = x .* y */
+
+/* Collective reductions over the layout (BROADCAST vectors reduce locally: every rank holds them whole).
+ * Partial sums are accumulated in double precision; every rank gets the identical result. */
+/** *r = sum_i conj(x_i) y_i (numpy.vdot order). Collective. */
+rmaop_status rmaop_vec_dot(rmaop_vec x, rmaop_vec y, double _Complex *r);
+/** *r = ||x||_2. Collective. */
+rmaop_status rmaop_vec_norm2(rmaop_vec x, double *r);
+/** r[k] = dot(x[k], y[k]) for k < n, all in ONE reduction. Collective. */
+rmaop_status rmaop_vec_mdot(int n, const rmaop_vec x[], const rmaop_vec y[], double _Complex r[]);
+/** Non-blocking rmaop_vec_mdot: @p r is written by rmaop_request_wait(). Collective. */
+rmaop_status rmaop_vec_mdot_begin(int n, const rmaop_vec x[], const rmaop_vec y[], double _Complex r[],
+                                  rmaop_request *req);
+
+/** Gathers the whole vector into host buffer @p global (global_n elements) on @p root. Collective;
+ *  @p global is ignored on other ranks. */
+rmaop_status rmaop_vec_gather(rmaop_vec vec, int root, void *global);
+/** Scatters host buffer @p global (global_n elements, read on @p root) into the vector. Collective. */
+rmaop_status rmaop_vec_scatter(rmaop_vec vec, int root, const void *global);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Plans: a communication pattern declared once, executed many times                               */
+/* ------------------------------------------------------------------------------------------------ */
+
+/** One contiguous transfer: @p count elements from src[src_offset...] of the origin to
+ *  dst[dst_offset...] of rank @p peer (as a send); as an expected receive, @p peer is the origin. */
+typedef struct {
+  int peer;
+  int64_t src_offset, dst_offset, count;
+} rmaop_transfer;
+
+typedef struct {
+  rmaop_dtype dtype;
+  int64_t src_len;                /**< elements in this rank's source buffer (bounds checks) */
+  int64_t dst_len;                /**< elements in this rank's destination buffer */
+  int nsends;
+  const rmaop_transfer *sends;    /**< this rank's outgoing transfers (peer == own rank allowed) */
+  int nrecvs;                     /**< -1: derive the receives from the other ranks' sends */
+  const rmaop_transfer *recvs;    /**< when nrecvs >= 0: the receives this rank expects (peer = origin;
+                                       src_offset ignored); they must match the senders' view */
+  const char *label;              /**< trace site name; NULL: "plan" */
+} rmaop_plan_spec;
+
+/**
+ * Creates a plan. Collective. The inverse view (who sends to me) is computed here, every transfer is
+ * checked against both ranks' buffer lengths, and expected receives (if given) against the senders.
+ * @return RMAOP_ERR_ARG naming the transfer, peer and counts on any disagreement (on every rank).
+ */
+rmaop_status rmaop_plan_create(rmaop_ctx ctx, const rmaop_plan_spec *spec, rmaop_plan *plan);
+/** The reversed plan (every transfer goes back: dst -> src), for adjoints with RMAOP_ADD. Collective. */
+rmaop_status rmaop_plan_reverse(rmaop_plan plan, const char *label, rmaop_plan *reversed);
+/**
+ * Starts moving the data. Neighbor-collective. @p src (src_len elements) must not change and @p dst
+ * (dst_len elements) must not be touched until rmaop_plan_end(). Memory kind of the context.
+ * INSERT overwrites the destination ranges; ADD adds into them. Contributions to one destination are
+ * applied in ascending origin rank (then the origin's transfer order): identical on every backend.
+ */
+rmaop_status rmaop_plan_begin(rmaop_plan plan, const void *src, void *dst, rmaop_mode mode);
+/** Completes the plan's execution begun by rmaop_plan_begin(). Neighbor-collective. */
+rmaop_status rmaop_plan_end(rmaop_plan plan);
+/** rmaop_plan_begin() + rmaop_plan_end(). */
+rmaop_status rmaop_plan_execute(rmaop_plan plan, const void *src, void *dst, rmaop_mode mode);
+/** Frees a plan. Collective (windows are freed). Sets *plan to NULL. */
+void rmaop_plan_destroy(rmaop_plan *plan);
+
+typedef struct {
+  const char *label;
+  rmaop_dtype dtype;
+  int64_t src_len, dst_len;
+  int nsends, nrecvs;           /**< transfers to other ranks, from other ranks (self excluded) */
+  int nsend_peers, nrecv_peers; /**< distinct peers (self excluded) */
+  int64_t send_count, recv_count, self_count; /**< elements */
+} rmaop_plan_info;
+rmaop_status rmaop_plan_get_info(rmaop_plan plan, rmaop_plan_info *info);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Windows: the low-level one-sided API the rma backend is built on                                */
+/* ------------------------------------------------------------------------------------------------ */
+
+/**
+ * Allocates @p bytes of window memory on every rank (context's memory kind) and exposes it. Collective.
+ * Transport per peer follows the context (auto: shm for node-local peers, mpi otherwise); the epoch
+ * synchronization is the context's rma sync mode.
+ */
+rmaop_status rmaop_win_allocate(rmaop_ctx ctx, size_t bytes, rmaop_win *win, void **base);
+/** Exposes user memory @p base of @p bytes. Collective. Only the mpi transport can reach user memory:
+ *  with RMAOP_RMA_TRANSPORT=shm this returns RMAOP_ERR_UNSUPPORTED; auto picks mpi. */
+rmaop_status rmaop_win_create(rmaop_ctx ctx, void *base, size_t bytes, rmaop_win *win);
+/**
+ * Opens an access/exposure epoch. @p targets: ranks this rank will put to / get from; @p origins: ranks
+ * that will put to / get from this rank. Fence: collective over the context. PSCW and lock:
+ * neighbor-collective with exactly those groups. After it, this rank may put/get to @p targets.
+ */
+rmaop_status rmaop_win_epoch_begin(rmaop_win win, int ntargets, const int *targets, int norigins, const int *origins);
+/** Puts @p bytes from @p origin to @p target's window at byte displacement @p disp. Inside an epoch. */
+rmaop_status rmaop_win_put(rmaop_win win, const void *origin, size_t bytes, int target, size_t disp);
+/** Gets @p bytes from @p target's window at @p disp into @p origin; valid after rmaop_win_epoch_end(). */
+rmaop_status rmaop_win_get(rmaop_win win, void *origin, size_t bytes, int target, size_t disp);
+/** Closes the epoch: this rank's puts/gets are complete and every origin's puts to this rank are
+ *  visible in its window memory. */
+rmaop_status rmaop_win_epoch_end(rmaop_win win);
+/** Transport used towards @p peer ("shm", "mpi", "ipc", "self"). */
+rmaop_status rmaop_win_peer_transport(rmaop_win win, int peer, rmaop_transport *transport);
+/** Frees a window (and memory from rmaop_win_allocate). Collective. Sets *win to NULL. */
+void rmaop_win_free(rmaop_win *win);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Trace                                                                                            */
+/* ------------------------------------------------------------------------------------------------ */
+
+/** Aggregated record of one trace site (one plan, reduction or epoch label on this rank). */
+typedef struct {
+  const char *label;
+  const char *kind;      /**< "plan", "reduce", "epoch" */
+  const char *backend;
+  const char *transport; /**< "shm", "mpi", "ipc", "mixed", "-" (two-sided), ... */
+  const char *sync;      /**< "fence", "pscw", "lock", "-" */
+  uint64_t calls;
+  uint64_t messages;       /**< messages per call (to other ranks) */
+  double bytes_per_message;
+  double time_total, time_min, time_max; /**< seconds, begin to end */
+} rmaop_trace_site;
+
+/** Turns recording on or off (RMAOP_TRACE=1 sets it at creation). Not collective. */
+rmaop_status rmaop_trace_enable(rmaop_ctx ctx, int on);
+/** Forgets all sites. Not collective. */
+rmaop_status rmaop_trace_reset(rmaop_ctx ctx);
+rmaop_status rmaop_trace_count(rmaop_ctx ctx, int *nsites);
+/** Site @p i (0 <= i < count); strings owned by the context. */
+rmaop_status rmaop_trace_get(rmaop_ctx ctx, int i, rmaop_trace_site *site);
+/** Writes this rank's sites as JSON to @p path. "%r" in the path becomes the rank; without it only rank 0
+ *  writes. Not collective. */
+rmaop_status rmaop_trace_write_json(rmaop_ctx ctx, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RMAOP_RMAOP_H */

@@ -1,0 +1,33 @@
+/* The backend function table. A backend is one folder with one *_backend.c that defines one
+ * `const rmaop_backend` and one row in the registry (src/backend.c). */
+#ifndef RMAOP_BACKEND_H
+#define RMAOP_BACKEND_H
+
+#include "rmaop/rmaop.h"
+
+typedef struct rmaop_backend {
+  const char *name;
+  /* Context set-up and tear-down (collective). init may keep state in ctx->backend_data. */
+  rmaop_status (*init)(rmaop_ctx ctx);
+  void (*fini)(rmaop_ctx ctx);
+  /* Plan set-up after the core computed both views (collective); free is collective too. setup sets
+   * plan->trace_messages, plan->trace_bytes_per_message and plan->trace_transport. */
+  rmaop_status (*plan_setup)(rmaop_plan plan);
+  void (*plan_free)(rmaop_plan plan);
+  /* Execution: begin starts moving plan->cur_src into the peers; end completes and unpacks into
+   * plan->cur_dst with rmaop__plan_unpack() (self transfers included). Neighbor-collective. */
+  rmaop_status (*plan_begin)(rmaop_plan plan);
+  rmaop_status (*plan_end)(rmaop_plan plan);
+  /* Reduction of `count` doubles (collective); out valid after reduce_end. The result must be
+   * identical on every rank. *req is backend state freed by reduce_end. */
+  rmaop_status (*reduce_begin)(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op,
+                               void **req);
+  rmaop_status (*reduce_end)(rmaop_ctx ctx, void *req);
+  /* Transport name recorded in trace entries of reductions ("shm", "mpi", "-"). */
+  const char *(*reduce_transport)(rmaop_ctx ctx);
+} rmaop_backend;
+
+/* Registry (src/backend.c). */
+rmaop_status rmaop__backend_lookup(rmaop_ctx ctx, const char *name, const rmaop_backend **backend);
+
+#endif /* RMAOP_BACKEND_H */

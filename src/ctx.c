@@ -1,0 +1,147 @@
+/* Context: a duplicated communicator, the chosen backend, memory kind, rma options and the trace. */
+#include "rmaop_impl.h"
+
+#include <stdio.h>
+
+static const char *const bool_names[] = {"0", "1", NULL};
+
+void rmaop_ctx_options_init(rmaop_ctx_options *opts) {
+  if (!opts) return;
+  memset(opts, 0, sizeof *opts);
+  opts->trace = -1;
+  opts->timeout = -1.0;
+}
+
+static const char *config_default(const char *env) {
+  for (int i = 0; i < rmaop__config_count; ++i)
+    if (strcmp(rmaop__config_table[i].env, env) == 0) return rmaop__config_table[i].deflt;
+  return "";
+}
+
+/* The option, else the environment variable, else the table's default. */
+static const char *option_value(const char *given, const char *env) {
+  if (given) return given;
+  const char *v = getenv(env);
+  return (v && *v) ? v : config_default(env);
+}
+
+static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) {
+  rmaop_ctx_options o;
+  rmaop_ctx_options_init(&o);
+  if (opts) o = *opts;
+  int i = 0;
+  RMAOP_CHECK(rmaop__backend_lookup(ctx, option_value(o.backend, "RMAOP_BACKEND"), &ctx->backend));
+  RMAOP_CHECK(rmaop__parse_name(ctx, "memory kind (RMAOP_MEMORY)", option_value(o.memory, "RMAOP_MEMORY"),
+                                rmaop__memory_names, &i));
+  ctx->memory = (rmaop_memory)i;
+  RMAOP_CHECK(rmaop__parse_name(ctx, "rma sync mode (RMAOP_RMA_SYNC)", option_value(o.rma_sync, "RMAOP_RMA_SYNC"),
+                                rmaop__sync_names, &i));
+  ctx->rma_sync = (rmaop_sync)i;
+  RMAOP_CHECK(rmaop__parse_name(ctx, "rma transport (RMAOP_RMA_TRANSPORT)",
+                                option_value(o.rma_transport, "RMAOP_RMA_TRANSPORT"), rmaop__transport_names, &i));
+  ctx->rma_transport = (rmaop_transport)i;
+  if (o.trace >= 0) {
+    ctx->trace_on = o.trace != 0;
+  } else {
+    RMAOP_CHECK(rmaop__parse_name(ctx, "trace switch (RMAOP_TRACE)", option_value(NULL, "RMAOP_TRACE"), bool_names, &i));
+    ctx->trace_on = i;
+  }
+  if (o.timeout > 0) {
+    ctx->timeout = o.timeout;
+  } else {
+    const char *v = option_value(NULL, "RMAOP_TIMEOUT");
+    char *end = NULL;
+    double t = strtod(v, &end);
+    RMAOP_REQUIRE(ctx, end != v && *end == '\0' && t > 0, RMAOP_ERR_ARG,
+                  "RMAOP_TIMEOUT=\"%s\" is not a positive number of seconds", v);
+    ctx->timeout = t;
+  }
+  /* Device memory and the ipc transport arrive with the GPU work; say so instead of pretending. */
+  RMAOP_REQUIRE(ctx, ctx->memory == RMAOP_MEMORY_HOST, RMAOP_ERR_UNSUPPORTED,
+                "memory kind \"device\" is not supported by this build of rmaop (host only)");
+  RMAOP_REQUIRE(ctx, ctx->rma_transport != RMAOP_TRANSPORT_IPC, RMAOP_ERR_UNSUPPORTED,
+                "rma transport \"ipc\" needs device memory, which this build does not support");
+  return RMAOP_OK;
+}
+
+/* Which node every rank is on: the rank (in ctx->comm) of its node's first process. */
+static rmaop_status find_nodes(rmaop_ctx ctx) {
+  RMAOP_CHECK_MPI(ctx, MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL, &ctx->node_comm));
+  RMAOP_CHECK_MPI(ctx, MPI_Comm_set_errhandler(ctx->node_comm, MPI_ERRORS_RETURN));
+  RMAOP_CHECK_MPI(ctx, MPI_Comm_rank(ctx->node_comm, &ctx->node_rank));
+  RMAOP_CHECK_MPI(ctx, MPI_Comm_size(ctx->node_comm, &ctx->node_size));
+  int leader = ctx->rank;
+  RMAOP_CHECK_MPI(ctx, MPI_Bcast(&leader, 1, MPI_INT, 0, ctx->node_comm));
+  RMAOP_CHECK(rmaop__calloc(ctx, (size_t)ctx->size, sizeof(int), "node map", (void **)&ctx->node_of));
+  RMAOP_CHECK_MPI(ctx, MPI_Allgather(&leader, 1, MPI_INT, ctx->node_of, 1, MPI_INT, ctx->comm));
+  return RMAOP_OK;
+}
+
+static void ctx_free(rmaop_ctx ctx) {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) {
+    if (ctx->node_comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->node_comm);
+    if (ctx->comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->comm);
+  }
+  rmaop__trace_free(ctx);
+  free(ctx->node_of);
+  free(ctx);
+}
+
+rmaop_status rmaop_ctx_create(MPI_Comm comm, const rmaop_ctx_options *opts, rmaop_ctx *out) {
+  RMAOP_REQUIRE(NULL, out != NULL, RMAOP_ERR_ARG, "rmaop_ctx_create: ctx (output) is NULL");
+  RMAOP_REQUIRE(NULL, comm != MPI_COMM_NULL, RMAOP_ERR_ARG, "rmaop_ctx_create: comm is MPI_COMM_NULL");
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  RMAOP_REQUIRE(NULL, initialized, RMAOP_ERR_ARG, "rmaop_ctx_create: MPI is not initialized (call MPI_Init first)");
+
+  rmaop_ctx ctx = NULL;
+  RMAOP_CHECK(rmaop__calloc(NULL, 1, sizeof *ctx, "context", (void **)&ctx));
+  ctx->comm = ctx->node_comm = MPI_COMM_NULL;
+  rmaop_status st = RMAOP_OK;
+  RMAOP_CHECK_MPI_GOTO(NULL, MPI_Comm_dup(comm, &ctx->comm), st, err);
+  RMAOP_CHECK_MPI_GOTO(ctx, MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN), st, err);
+  RMAOP_CHECK_MPI_GOTO(ctx, MPI_Comm_rank(ctx->comm, &ctx->rank), st, err);
+  RMAOP_CHECK_MPI_GOTO(ctx, MPI_Comm_size(ctx->comm, &ctx->size), st, err);
+
+  st = parse_options(ctx, opts);
+  RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, "rmaop_ctx_create (options)"), st, err);
+  RMAOP_CHECK_GOTO(find_nodes(ctx), st, err);
+  st = ctx->backend->init(ctx);
+  RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, "rmaop_ctx_create (backend init)"), st, err_fini);
+  *out = ctx;
+  return RMAOP_OK;
+
+err_fini:
+  if (st == RMAOP_ERR_REMOTE) ctx->backend->fini(ctx); /* init succeeded here, failed elsewhere */
+err:
+  /* The context goes away: its message stays in the process-wide slot (rmaop_ctx_last_error(NULL)). */
+  ctx_free(ctx);
+  return st;
+}
+
+void rmaop_ctx_destroy(rmaop_ctx *pctx) {
+  if (!pctx || !*pctx) return;
+  rmaop_ctx ctx = *pctx;
+  const char *file = getenv("RMAOP_TRACE_FILE");
+  if (ctx->trace_on && file && *file) rmaop_trace_write_json(ctx, file);
+  ctx->backend->fini(ctx);
+  ctx_free(ctx);
+  *pctx = NULL;
+}
+
+rmaop_status rmaop_ctx_get_info(rmaop_ctx ctx, rmaop_ctx_info *info) {
+  RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_ctx_get_info: ctx is NULL");
+  RMAOP_REQUIRE(ctx, info != NULL, RMAOP_ERR_ARG, "rmaop_ctx_get_info: info (output) is NULL");
+  info->comm = ctx->comm;
+  info->rank = ctx->rank;
+  info->size = ctx->size;
+  info->backend = ctx->backend->name;
+  info->memory = ctx->memory;
+  info->rma_sync = ctx->rma_sync;
+  info->rma_transport = ctx->rma_transport;
+  info->trace = ctx->trace_on;
+  info->timeout = ctx->timeout;
+  return RMAOP_OK;
+}

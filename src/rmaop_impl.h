@@ -1,0 +1,234 @@
+/* Internal definitions shared by the core (src/) and the backends (rma/, twosided/, nccl/).
+ * Nothing here is part of the public API. */
+#ifndef RMAOP_IMPL_H
+#define RMAOP_IMPL_H
+
+#include "rmaop/rmaop.h"
+
+#include <complex.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+
+/* ---- errors ------------------------------------------------------------------------------------ */
+
+/* Records a message (printf-style, prefixed with file:line) in ctx (may be NULL: process-wide slot)
+ * and returns status. The first function that detects an error calls it; callers only propagate. */
+rmaop_status rmaop__error(rmaop_ctx ctx, rmaop_status status, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Records an MPI failure: names the call and MPI's error string. */
+rmaop_status rmaop__mpi_error(rmaop_ctx ctx, int mpi_code, const char *file, int line, const char *call);
+
+#define RMAOP_ERROR(ctx, status, ...) rmaop__error((ctx), (status), __FILE__, __LINE__, __VA_ARGS__)
+
+/* Propagates a failing status without adding a message. */
+#define RMAOP_CHECK(expr)                      \
+  do {                                         \
+    rmaop_status rmaop__s = (expr);            \
+    if (rmaop__s != RMAOP_OK) return rmaop__s; \
+  } while (0)
+
+/* Validates an argument: on failure records the message and returns status. */
+#define RMAOP_REQUIRE(ctx, cond, status, ...)                          \
+  do {                                                                 \
+    if (!(cond)) return RMAOP_ERROR((ctx), (status), __VA_ARGS__);     \
+  } while (0)
+
+/* Runs an MPI call; on failure records "MPI_Xxx(...) failed: <MPI error string>" and returns. */
+#define RMAOP_CHECK_MPI(ctx, call)                                                   \
+  do {                                                                               \
+    int rmaop__m = (call);                                                           \
+    if (rmaop__m != MPI_SUCCESS) return rmaop__mpi_error((ctx), rmaop__m, __FILE__, __LINE__, #call); \
+  } while (0)
+
+/* Same as RMAOP_CHECK_MPI but stores the status in `st` and jumps to `label` (for cleanup paths). */
+#define RMAOP_CHECK_MPI_GOTO(ctx, call, st, label)                                  \
+  do {                                                                              \
+    int rmaop__m = (call);                                                          \
+    if (rmaop__m != MPI_SUCCESS) {                                                  \
+      (st) = rmaop__mpi_error((ctx), rmaop__m, __FILE__, __LINE__, #call);          \
+      goto label;                                                                   \
+    }                                                                               \
+  } while (0)
+
+#define RMAOP_CHECK_GOTO(expr, st, label) \
+  do {                                    \
+    (st) = (expr);                        \
+    if ((st) != RMAOP_OK) goto label;     \
+  } while (0)
+
+/* Collective agreement on failure: every rank passes its local status; returns the local status on a
+ * failing rank, RMAOP_ERR_REMOTE (with a message naming the failed ranks' count and `where`) on ranks
+ * that were fine while another failed, RMAOP_OK when all succeeded. One MPI_Allreduce. */
+rmaop_status rmaop__agree(rmaop_ctx ctx, rmaop_status local, const char *where);
+
+/* Narrowing for MPI counts. */
+#define RMAOP_REQUIRE_INT(ctx, v, what) \
+  RMAOP_REQUIRE(ctx, (v) >= 0 && (v) <= INT_MAX, RMAOP_ERR_ARG, "%s = %lld does not fit an MPI count (int)", (what), (long long)(v))
+
+/* Allocation helpers: record RMAOP_ERR_NOMEM naming what was allocated. */
+rmaop_status rmaop__malloc(rmaop_ctx ctx, size_t bytes, const char *what, void **out);
+rmaop_status rmaop__calloc(rmaop_ctx ctx, size_t n, size_t size, const char *what, void **out);
+
+double rmaop__wtime(void);
+
+/* ---- configuration ----------------------------------------------------------------------------- */
+
+/* One row of the configuration table (src/config.c): the README's table of RMAOP_* variables is
+ * checked against it by a test. */
+typedef struct {
+  const char *env;     /* "RMAOP_BACKEND" */
+  const char *deflt;   /* "rma" */
+  const char *values;  /* "rma|twosided|nccl" (documentation) */
+  const char *help;
+} rmaop__config_entry;
+extern const rmaop__config_entry rmaop__config_table[];
+extern const int rmaop__config_count;
+
+/* NULL-terminated name lists indexed by the enums (src/dtype.c). */
+extern const char *const rmaop__dtype_names[];
+extern const char *const rmaop__sync_names[];
+extern const char *const rmaop__transport_names[];
+extern const char *const rmaop__memory_names[];
+
+/* Parses a name among `names` (NULL-terminated): index, or RMAOP_ERR_ARG naming `what` and listing them. */
+rmaop_status rmaop__parse_name(rmaop_ctx ctx, const char *what, const char *value, const char *const names[], int *index);
+
+/* ---- objects ----------------------------------------------------------------------------------- */
+
+typedef struct rmaop__trace_rec rmaop__trace_rec;
+
+struct rmaop_ctx_s {
+  MPI_Comm comm;          /* duplicate, MPI_ERRORS_RETURN */
+  int rank, size;
+  MPI_Comm node_comm;     /* ranks sharing memory with this one (MPI_COMM_TYPE_SHARED) */
+  int node_rank, node_size;
+  int *node_of;           /* node_of[r]: index of r's node, to decide node-locality per peer */
+  const rmaop_backend *backend;
+  void *backend_data;     /* backend's per-context state */
+  rmaop_memory memory;
+  rmaop_sync rma_sync;
+  rmaop_transport rma_transport;
+  double timeout;
+  int trace_on;
+  rmaop__trace_rec *trace;
+  char last_error[1024];
+};
+
+struct rmaop_layout_s {
+  rmaop_ctx ctx;
+  int refs;
+  rmaop_layout_kind kind;
+  int64_t global_n;
+  int64_t *sizes;   /* [size] local sizes (all equal to global_n for BROADCAST) */
+  int64_t *offsets; /* [size] */
+};
+
+struct rmaop_vec_s {
+  rmaop_ctx ctx;
+  rmaop_layout layout;
+  rmaop_dtype dtype;
+  rmaop_memory memory;
+  int64_t local_n;
+  void *data;
+};
+
+/* A plan, after creation. All transfers are in elements.
+ * Receive staging layout (shared by every backend): the incoming non-self transfers are stored
+ * contiguously, ordered by origin rank, then by the origin's send order; recv[i].src_offset holds the
+ * origin's offset, recv_disp[i] the transfer's displacement in the staging buffer, and send_disp[j]
+ * where send j lands in the target's staging buffer. */
+struct rmaop_plan_s {
+  rmaop_ctx ctx;
+  char *label;
+  rmaop_dtype dtype;
+  size_t esize;
+  int64_t src_len, dst_len;
+
+  int nsend;                 /* non-self sends, sorted by (peer, given order) */
+  rmaop_transfer *send;
+  int64_t *send_disp;        /* [nsend] element displacement in the target's staging */
+  int nsend_peers;
+  int *send_peers;           /* [nsend_peers] ascending */
+  int *send_peer_first;      /* [nsend_peers + 1] index ranges into send[] */
+  int64_t *send_peer_count;  /* [nsend_peers] elements to that peer */
+  int64_t *send_peer_disp;   /* [nsend_peers] where that peer's block starts in its staging */
+
+  int nrecv;                 /* non-self receives, in staging order */
+  rmaop_transfer *recv;      /* peer = origin, src_offset = origin's offset, dst_offset = mine */
+  int64_t *recv_disp;        /* [nrecv] */
+  int nrecv_peers;
+  int *recv_peers;           /* [nrecv_peers] ascending */
+  int *recv_peer_first;      /* [nrecv_peers + 1] */
+  int64_t *recv_peer_count;  /* [nrecv_peers] */
+  int64_t *recv_peer_disp;   /* [nrecv_peers] block start in my staging */
+  int64_t recv_total;        /* elements in my staging buffer */
+
+  int nself;                 /* transfers to myself (copied src -> dst at unpack, in rank order) */
+  rmaop_transfer *self;
+
+  /* execution state */
+  int active;                /* between begin and end */
+  const void *cur_src;
+  void *cur_dst;
+  rmaop_mode cur_mode;
+  double t_begin;
+
+  /* trace: what one execution moves, set by the backend at setup */
+  uint64_t trace_messages;
+  double trace_bytes_per_message;
+  const char *trace_transport;
+
+  void *backend_data;
+};
+
+struct rmaop_request_s {
+  rmaop_ctx ctx;
+  void *backend_req;       /* from backend->reduce_begin */
+  int started;             /* backend->reduce_begin succeeded: reduce_end is owed */
+  double *buf;             /* reduction buffer owned by the request (may be NULL) */
+  double *out;             /* where the reduced doubles go */
+  int64_t count;
+  /* post-processing for mdot: converts the reduced doubles into complex results */
+  void *result;            /* caller's output for finish() */
+  int nresult;
+  int has_flag;            /* the last double carries the count of failed ranks */
+  rmaop_status local;      /* this rank's own argument error, returned after the reduction */
+  char label[64];
+  double t_begin;
+  rmaop_status (*finish)(rmaop_request req);
+};
+
+/* ---- reductions (src/reduce.c) ----------------------------------------------------------------- */
+
+/* Starts a SUM reduction of `np` partial doubles plus one flag that counts the ranks whose arguments
+ * were bad (`local` != RMAOP_OK: partials are ignored, the rank still takes part so nobody hangs).
+ * `local_only`: every rank holds the whole data (BROADCAST), no communication. At the wait, `finish`
+ * turns the reduced doubles into the caller's results, unless a rank failed. */
+rmaop_status rmaop__reduce_flagged_begin(rmaop_ctx ctx, rmaop_status local, const double *partials, int64_t np,
+                                         const char *label, int local_only, rmaop_status (*finish)(rmaop_request),
+                                         void *out, int nout, rmaop_request *req);
+
+/* ---- plan helpers used by backends ------------------------------------------------------------- */
+
+/* Applies the received data: for every receive in canonical order (self transfers included at their
+ * rank's position), dst[dst_offset..] = or += staging[disp..] (self: src[src_offset..]). Host memory. */
+rmaop_status rmaop__plan_unpack(rmaop_plan plan, const void *staging, const void *src, void *dst, rmaop_mode mode);
+
+/* ---- trace ------------------------------------------------------------------------------------- */
+
+void rmaop__trace_record(rmaop_ctx ctx, const char *label, const char *kind, const char *transport,
+                         uint64_t messages, double bytes_per_message, double seconds);
+void rmaop__trace_free(rmaop_ctx ctx);
+
+/* ---- element kernels (host) -------------------------------------------------------------------- */
+
+/* dst[i] (=|+=) src[i] for n elements of dtype. */
+void rmaop__host_apply(rmaop_dtype dtype, void *dst, const void *src, int64_t n, rmaop_mode mode);
+
+#endif /* RMAOP_IMPL_H */

@@ -1,0 +1,362 @@
+/* Vectors: local element operations and collective reductions (host memory). One macro generates each
+ * kernel for the four dtypes; complex arithmetic is C11's. */
+#include "rmaop_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* Runs BODY with T bound to the element type of `dtype`. */
+#define RMAOP__FOR_DTYPE(dtype, ...)                                        \
+  switch (dtype) {                                                          \
+  case RMAOP_F32: { typedef float T; __VA_ARGS__; } break;                  \
+  case RMAOP_F64: { typedef double T; __VA_ARGS__; } break;                 \
+  case RMAOP_C64: { typedef float _Complex T; __VA_ARGS__; } break;         \
+  case RMAOP_C128: { typedef double _Complex T; __VA_ARGS__; } break;       \
+  }
+
+static int is_complex(rmaop_dtype dt) { return dt == RMAOP_C64 || dt == RMAOP_C128; }
+
+static rmaop_status check_vec(rmaop_ctx ctx, const char *fn, const char *name, rmaop_vec v) {
+  RMAOP_REQUIRE(ctx, v != NULL, RMAOP_ERR_ARG, "%s: vector %s is NULL", fn, name);
+  return RMAOP_OK;
+}
+
+/* Two vectors can be combined when they live in one context with the same dtype and distribution. */
+static rmaop_status check_pair(const char *fn, const char *xn, rmaop_vec x, const char *yn, rmaop_vec y) {
+  rmaop_ctx ctx = x ? x->ctx : y ? y->ctx : NULL;
+  RMAOP_CHECK(check_vec(ctx, fn, xn, x));
+  RMAOP_CHECK(check_vec(ctx, fn, yn, y));
+  RMAOP_REQUIRE(ctx, x->ctx == y->ctx, RMAOP_ERR_ARG, "%s: %s and %s belong to different contexts", fn, xn, yn);
+  RMAOP_REQUIRE(ctx, x->dtype == y->dtype, RMAOP_ERR_ARG, "%s: %s is %s but %s is %s", fn, xn,
+                rmaop_dtype_name(x->dtype), yn, rmaop_dtype_name(y->dtype));
+  RMAOP_REQUIRE(ctx,
+                x->layout == y->layout ||
+                    (x->layout->kind == y->layout->kind && x->layout->global_n == y->layout->global_n &&
+                     x->local_n == y->local_n),
+                RMAOP_ERR_ARG, "%s: layouts differ: %s has %lld of %lld elements here (%s), %s has %lld of %lld (%s)", fn,
+                xn, (long long)x->local_n, (long long)x->layout->global_n,
+                x->layout->kind == RMAOP_LAYOUT_SCATTER ? "scatter" : "broadcast", yn, (long long)y->local_n,
+                (long long)y->layout->global_n, y->layout->kind == RMAOP_LAYOUT_SCATTER ? "scatter" : "broadcast");
+  return RMAOP_OK;
+}
+
+static rmaop_status check_scalar(rmaop_vec x, const char *fn, const char *name, double _Complex a) {
+  RMAOP_REQUIRE(x->ctx, is_complex(x->dtype) || cimag(a) == 0.0, RMAOP_ERR_ARG,
+                "%s: %s = %g%+gi has an imaginary part but the vector is %s", fn, name, creal(a), cimag(a),
+                rmaop_dtype_name(x->dtype));
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_vec_create(rmaop_layout layout, rmaop_dtype dtype, rmaop_vec *out) {
+  RMAOP_REQUIRE(NULL, layout != NULL, RMAOP_ERR_ARG, "rmaop_vec_create: layout is NULL");
+  rmaop_ctx ctx = layout->ctx;
+  RMAOP_REQUIRE(ctx, out != NULL, RMAOP_ERR_ARG, "rmaop_vec_create: vec (output) is NULL");
+  RMAOP_REQUIRE(ctx, rmaop_dtype_size(dtype) > 0, RMAOP_ERR_ARG, "rmaop_vec_create: dtype %d is not a rmaop_dtype",
+                (int)dtype);
+  int64_t n = layout->sizes[ctx->rank];
+  RMAOP_REQUIRE(ctx, (uint64_t)n <= SIZE_MAX / rmaop_dtype_size(dtype), RMAOP_ERR_ARG,
+                "rmaop_vec_create: %lld local elements overflow size_t", (long long)n);
+  rmaop_vec v = NULL;
+  RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *v, "vector", (void **)&v));
+  if (rmaop__calloc(ctx, (size_t)n, rmaop_dtype_size(dtype), "vector data", &v->data) != RMAOP_OK) {
+    free(v);
+    return RMAOP_ERR_NOMEM;
+  }
+  v->ctx = ctx;
+  v->layout = layout;
+  layout->refs++;
+  v->dtype = dtype;
+  v->memory = ctx->memory;
+  v->local_n = n;
+  *out = v;
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_vec_duplicate(rmaop_vec x, rmaop_vec *out) {
+  RMAOP_CHECK(check_vec(NULL, "rmaop_vec_duplicate", "x", x));
+  return rmaop_vec_create(x->layout, x->dtype, out);
+}
+
+void rmaop_vec_destroy(rmaop_vec *pv) {
+  if (!pv || !*pv) return;
+  rmaop_vec v = *pv;
+  rmaop_layout_destroy(&v->layout);
+  free(v->data);
+  free(v);
+  *pv = NULL;
+}
+
+rmaop_status rmaop_vec_get_info(rmaop_vec v, rmaop_vec_info *info) {
+  RMAOP_CHECK(check_vec(NULL, "rmaop_vec_get_info", "vec", v));
+  RMAOP_REQUIRE(v->ctx, info != NULL, RMAOP_ERR_ARG, "rmaop_vec_get_info: info (output) is NULL");
+  info->layout = v->layout;
+  info->dtype = v->dtype;
+  info->memory = v->memory;
+  info->local_n = v->local_n;
+  info->global_n = v->layout->global_n;
+  info->offset = v->layout->offsets[v->ctx->rank];
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_vec_get_array(rmaop_vec v, void **data) {
+  RMAOP_CHECK(check_vec(NULL, "rmaop_vec_get_array", "vec", v));
+  RMAOP_REQUIRE(v->ctx, data != NULL, RMAOP_ERR_ARG, "rmaop_vec_get_array: data (output) is NULL");
+  *data = v->data;
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_vec_read_local(rmaop_vec v, void *host) {
+  RMAOP_CHECK(check_vec(NULL, "rmaop_vec_read_local", "vec", v));
+  RMAOP_REQUIRE(v->ctx, host != NULL || v->local_n == 0, RMAOP_ERR_ARG, "rmaop_vec_read_local: host buffer is NULL");
+  if (v->local_n) memcpy(host, v->data, (size_t)v->local_n * rmaop_dtype_size(v->dtype));
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_vec_write_local(rmaop_vec v, const void *host) {
+  RMAOP_CHECK(check_vec(NULL, "rmaop_vec_write_local", "vec", v));
+  RMAOP_REQUIRE(v->ctx, host != NULL || v->local_n == 0, RMAOP_ERR_ARG, "rmaop_vec_write_local: host buffer is NULL");
+  if (v->local_n) memcpy(v->data, host, (size_t)v->local_n * rmaop_dtype_size(v->dtype));
+  return RMAOP_OK;
+}
+
+/* ---- local operations ---- */
+
+rmaop_status rmaop_vec_set(rmaop_vec x, double _Complex alpha) {
+  RMAOP_CHECK(check_vec(NULL, "rmaop_vec_set", "x", x));
+  RMAOP_CHECK(check_scalar(x, "rmaop_vec_set", "alpha", alpha));
+  const int64_t n = x->local_n;
+  RMAOP__FOR_DTYPE(x->dtype, {
+    T *d = (T *)x->data;
+    const T a = (T)alpha;
+    for (int64_t i = 0; i < n; ++i) d[i] = a;
+  });
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_vec_copy(rmaop_vec x, rmaop_vec y) {
+  RMAOP_CHECK(check_pair("rmaop_vec_copy", "x", x, "y", y));
+  if (x != y && x->local_n) memcpy(y->data, x->data, (size_t)x->local_n * rmaop_dtype_size(x->dtype));
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_vec_axpy(rmaop_vec y, double _Complex alpha, rmaop_vec x) {
+  RMAOP_CHECK(check_pair("rmaop_vec_axpy", "y", y, "x", x));
+  RMAOP_CHECK(check_scalar(y, "rmaop_vec_axpy", "alpha", alpha));
+  const int64_t n = y->local_n;
+  RMAOP__FOR_DTYPE(y->dtype, {
+    T *restrict d = (T *)y->data;
+    const T *s = (const T *)x->data;
+    const T a = (T)alpha;
+    for (int64_t i = 0; i < n; ++i) d[i] += a * s[i];
+  });
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_vec_axpby(rmaop_vec y, double _Complex alpha, double _Complex beta, rmaop_vec x) {
+  RMAOP_CHECK(check_pair("rmaop_vec_axpby", "y", y, "x", x));
+  RMAOP_CHECK(check_scalar(y, "rmaop_vec_axpby", "alpha", alpha));
+  RMAOP_CHECK(check_scalar(y, "rmaop_vec_axpby", "beta", beta));
+  const int64_t n = y->local_n;
+  RMAOP__FOR_DTYPE(y->dtype, {
+    T *d = (T *)y->data;
+    const T *s = (const T *)x->data;
+    const T a = (T)alpha, b = (T)beta;
+    for (int64_t i = 0; i < n; ++i) d[i] = a * s[i] + b * d[i];
+  });
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_vec_scale(rmaop_vec x, double _Complex alpha) {
+  RMAOP_CHECK(check_vec(NULL, "rmaop_vec_scale", "x", x));
+  RMAOP_CHECK(check_scalar(x, "rmaop_vec_scale", "alpha", alpha));
+  const int64_t n = x->local_n;
+  RMAOP__FOR_DTYPE(x->dtype, {
+    T *d = (T *)x->data;
+    const T a = (T)alpha;
+    for (int64_t i = 0; i < n; ++i) d[i] *= a;
+  });
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_vec_pointwise_mult(rmaop_vec w, rmaop_vec x, rmaop_vec y) {
+  RMAOP_CHECK(check_pair("rmaop_vec_pointwise_mult", "w", w, "x", x));
+  RMAOP_CHECK(check_pair("rmaop_vec_pointwise_mult", "w", w, "y", y));
+  const int64_t n = w->local_n;
+  RMAOP__FOR_DTYPE(w->dtype, {
+    T *d = (T *)w->data;
+    const T *a = (const T *)x->data, *b = (const T *)y->data;
+    for (int64_t i = 0; i < n; ++i) d[i] = a[i] * b[i];
+  });
+  return RMAOP_OK;
+}
+
+/* ---- reductions ---- */
+
+/* Local part of sum conj(x_i) y_i, accumulated in double: out[0] real, out[1] imaginary part. */
+static void local_dot(rmaop_vec x, rmaop_vec y, double out[2]) {
+  const int64_t n = x->local_n;
+  double re = 0.0, im = 0.0;
+  switch (x->dtype) {
+  case RMAOP_F32: {
+    const float *a = x->data, *b = y->data;
+    for (int64_t i = 0; i < n; ++i) re += (double)a[i] * (double)b[i];
+  } break;
+  case RMAOP_F64: {
+    const double *a = x->data, *b = y->data;
+    for (int64_t i = 0; i < n; ++i) re += a[i] * b[i];
+  } break;
+  case RMAOP_C64:
+  case RMAOP_C128:
+    RMAOP__FOR_DTYPE(x->dtype, {
+      const T *a = x->data, *b = y->data;
+      for (int64_t i = 0; i < n; ++i) {
+        const double ar = creal(a[i]), ai = cimag(a[i]), br = creal(b[i]), bi = cimag(b[i]);
+        re += ar * br + ai * bi; /* conj(a) * b */
+        im += ar * bi - ai * br;
+      }
+    });
+    break;
+  }
+  out[0] = re;
+  out[1] = im;
+}
+
+static rmaop_status finish_dots(rmaop_request r) {
+  double _Complex *res = r->result;
+  for (int k = 0; k < r->nresult; ++k) res[k] = CMPLX(r->buf[2 * k], r->buf[2 * k + 1]);
+  return RMAOP_OK;
+}
+
+static rmaop_status finish_norm(rmaop_request r) {
+  *(double *)r->result = sqrt(r->buf[0]);
+  return RMAOP_OK;
+}
+
+static rmaop_ctx first_ctx(int n, const rmaop_vec x[], const rmaop_vec y[]) {
+  for (int k = 0; x && y && k < n; ++k) {
+    if (x[k]) return x[k]->ctx;
+    if (y[k]) return y[k]->ctx;
+  }
+  return NULL;
+}
+
+/* Validates mdot's arguments; fills the partials when they are fine. */
+static rmaop_status mdot_local(int n, const rmaop_vec x[], const rmaop_vec y[], double _Complex r[], double *partials,
+                               int *local_only) {
+  rmaop_ctx ctx = first_ctx(n, x, y);
+  RMAOP_REQUIRE(ctx, x != NULL && y != NULL, RMAOP_ERR_ARG, "rmaop_vec_mdot: the array of %s vectors is NULL",
+                x ? "y" : "x");
+  RMAOP_REQUIRE(ctx, r != NULL, RMAOP_ERR_ARG, "rmaop_vec_mdot: result array r is NULL");
+  for (int k = 0; k < n; ++k) {
+    char xn[24], yn[24];
+    snprintf(xn, sizeof xn, "x[%d]", k);
+    snprintf(yn, sizeof yn, "y[%d]", k);
+    RMAOP_CHECK(check_pair("rmaop_vec_mdot", xn, x[k], yn, y[k]));
+    RMAOP_REQUIRE(ctx, x[k]->ctx == ctx && x[k]->layout->kind == x[0]->layout->kind, RMAOP_ERR_ARG,
+                  "rmaop_vec_mdot: %s does not share the context and layout kind of x[0]", xn);
+    local_dot(x[k], y[k], partials + 2 * k);
+  }
+  *local_only = n > 0 && x[0]->layout->kind == RMAOP_LAYOUT_BROADCAST;
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_vec_mdot_begin(int n, const rmaop_vec x[], const rmaop_vec y[], double _Complex r[],
+                                  rmaop_request *req) {
+  rmaop_ctx ctx = first_ctx(n, x, y);
+  RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_vec_mdot: no vector given (n = %d, or all NULL)", n);
+  RMAOP_REQUIRE(ctx, req != NULL, RMAOP_ERR_ARG, "rmaop_vec_mdot: req (output) is NULL");
+  double stackbuf[16], *partials = stackbuf;
+  if (2 * (int64_t)n > 16) RMAOP_CHECK(rmaop__malloc(ctx, 2 * (size_t)n * sizeof(double), "mdot partials", (void **)&partials));
+  int local_only = 0;
+  rmaop_status local = mdot_local(n, x, y, r, partials, &local_only);
+  rmaop_status st = rmaop__reduce_flagged_begin(ctx, local, partials, 2 * (int64_t)n, n == 1 ? "dot" : "mdot",
+                                                local_only, finish_dots, r, n, req);
+  if (partials != stackbuf) free(partials);
+  return st;
+}
+
+rmaop_status rmaop_vec_mdot(int n, const rmaop_vec x[], const rmaop_vec y[], double _Complex r[]) {
+  rmaop_request req = NULL;
+  RMAOP_CHECK(rmaop_vec_mdot_begin(n, x, y, r, &req));
+  return rmaop_request_wait(&req);
+}
+
+rmaop_status rmaop_vec_dot(rmaop_vec x, rmaop_vec y, double _Complex *r) {
+  return rmaop_vec_mdot(1, &x, &y, r);
+}
+
+rmaop_status rmaop_vec_norm2(rmaop_vec x, double *r) {
+  RMAOP_CHECK(check_vec(NULL, "rmaop_vec_norm2", "x", x));
+  rmaop_status local = RMAOP_OK;
+  double part[2] = {0.0, 0.0};
+  if (r == NULL) local = RMAOP_ERROR(x->ctx, RMAOP_ERR_ARG, "rmaop_vec_norm2: result r is NULL");
+  else local_dot(x, x, part);
+  rmaop_request req = NULL;
+  RMAOP_CHECK(rmaop__reduce_flagged_begin(x->ctx, local, part, 1, "norm2", x->layout->kind == RMAOP_LAYOUT_BROADCAST,
+                                          finish_norm, r, 1, &req));
+  return rmaop_request_wait(&req);
+}
+
+/* ---- gather / scatter (I/O and tests; plain MPI collectives, host buffers) ---- */
+
+static MPI_Datatype mpi_type(rmaop_dtype dt) {
+  switch (dt) {
+  case RMAOP_F32: return MPI_FLOAT;
+  case RMAOP_F64: return MPI_DOUBLE;
+  case RMAOP_C64: return MPI_C_FLOAT_COMPLEX;
+  case RMAOP_C128: return MPI_C_DOUBLE_COMPLEX;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+static rmaop_status io_check(rmaop_vec v, const char *fn, int root, const void *global, int **counts, int **displs) {
+  rmaop_ctx ctx = v->ctx;
+  RMAOP_REQUIRE(ctx, root >= 0 && root < ctx->size, RMAOP_ERR_ARG, "%s: root %d is outside [0, %d)", fn, root,
+                ctx->size);
+  RMAOP_REQUIRE(ctx, ctx->rank != root || global != NULL || v->layout->global_n == 0, RMAOP_ERR_ARG,
+                "%s: the global buffer is NULL on the root", fn);
+  RMAOP_REQUIRE(ctx, v->layout->global_n <= INT_MAX, RMAOP_ERR_UNSUPPORTED,
+                "%s: %lld elements exceed an MPI count (INT_MAX); gather in pieces", fn, (long long)v->layout->global_n);
+  RMAOP_CHECK(rmaop__calloc(ctx, 2 * (size_t)ctx->size, sizeof(int), "gather counts", (void **)counts));
+  *displs = *counts + ctx->size;
+  for (int p = 0; p < ctx->size; ++p) {
+    (*counts)[p] = (int)v->layout->sizes[p];
+    (*displs)[p] = (int)v->layout->offsets[p];
+  }
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_vec_gather(rmaop_vec v, int root, void *global) {
+  RMAOP_CHECK(check_vec(NULL, "rmaop_vec_gather", "vec", v));
+  rmaop_ctx ctx = v->ctx;
+  int *counts = NULL, *displs = NULL;
+  rmaop_status st = rmaop__agree(ctx, io_check(v, "rmaop_vec_gather", root, global, &counts, &displs), "rmaop_vec_gather");
+  if (st != RMAOP_OK) goto out;
+  if (v->layout->kind == RMAOP_LAYOUT_BROADCAST) {
+    if (ctx->rank == root) memcpy(global, v->data, (size_t)v->local_n * rmaop_dtype_size(v->dtype));
+  } else {
+    RMAOP_CHECK_MPI_GOTO(ctx, MPI_Gatherv(v->data, (int)v->local_n, mpi_type(v->dtype), global, counts, displs,
+                                          mpi_type(v->dtype), root, ctx->comm), st, out);
+  }
+out:
+  free(counts);
+  return st;
+}
+
+rmaop_status rmaop_vec_scatter(rmaop_vec v, int root, const void *global) {
+  RMAOP_CHECK(check_vec(NULL, "rmaop_vec_scatter", "vec", v));
+  rmaop_ctx ctx = v->ctx;
+  int *counts = NULL, *displs = NULL;
+  rmaop_status st = rmaop__agree(ctx, io_check(v, "rmaop_vec_scatter", root, global, &counts, &displs), "rmaop_vec_scatter");
+  if (st != RMAOP_OK) goto out;
+  if (v->layout->kind == RMAOP_LAYOUT_BROADCAST) {
+    if (ctx->rank == root) memcpy(v->data, global, (size_t)v->local_n * rmaop_dtype_size(v->dtype));
+    RMAOP_CHECK_MPI_GOTO(ctx, MPI_Bcast(v->data, (int)v->local_n, mpi_type(v->dtype), root, ctx->comm), st, out);
+  } else {
+    RMAOP_CHECK_MPI_GOTO(ctx, MPI_Scatterv(global, counts, displs, mpi_type(v->dtype), v->data, (int)v->local_n,
+                                           mpi_type(v->dtype), root, ctx->comm), st, out);
+  }
+out:
+  free(counts);
+  return st;
+}
