@@ -365,8 +365,10 @@ rmaop_status rmaop_plan_begin(rmaop_plan plan, const void *src, void *dst, rmaop
   plan->cur_src = src;
   plan->cur_dst = dst;
   plan->cur_mode = mode;
-  plan->t_begin = ctx->trace_on ? rmaop__wtime() : 0.0;
+  const double t0 = rmaop__wtime();
+  plan->t_begin = t0;
   RMAOP_CHECK(ctx->backend->plan_begin(plan));
+  ctx->comm_time += rmaop__wtime() - t0;
   plan->active = 1;
   return RMAOP_OK;
 }
@@ -376,10 +378,13 @@ rmaop_status rmaop_plan_end(rmaop_plan plan) {
   rmaop_ctx ctx = plan->ctx;
   RMAOP_REQUIRE(ctx, plan->active, RMAOP_ERR_ARG, "rmaop_plan_end: plan \"%s\" was not begun", plan->label);
   plan->active = 0;
+  const double t0 = rmaop__wtime();
   RMAOP_CHECK(ctx->backend->plan_end(plan));
+  const double t1 = rmaop__wtime();
+  ctx->comm_time += t1 - t0;
   if (ctx->trace_on)
     rmaop__trace_record(ctx, plan->label, "plan", plan->trace_transport, plan->trace_messages,
-                        plan->trace_bytes_per_message, rmaop__wtime() - plan->t_begin);
+                        plan->trace_bytes_per_message, t1 - plan->t_begin);
   return RMAOP_OK;
 }
 

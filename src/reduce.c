@@ -26,7 +26,9 @@ static void request_free(rmaop_request r) {
 
 static rmaop_status start(rmaop_request r, const double *in, rmaop_redop op) {
   rmaop_ctx ctx = r->ctx;
+  const double t0 = rmaop__wtime();
   rmaop_status st = ctx->backend->reduce_begin(ctx, in, r->out, r->count, op, &r->backend_req);
+  ctx->comm_time += rmaop__wtime() - t0;
   if (st != RMAOP_OK) request_free(r);
   else r->started = 1;
   return st;
@@ -90,7 +92,9 @@ rmaop_status rmaop_request_wait(rmaop_request *preq) {
   rmaop_request r = *preq;
   rmaop_ctx ctx = r->ctx;
   rmaop_status st = RMAOP_OK;
+  const double t0 = rmaop__wtime();
   if (r->started) st = ctx->backend->reduce_end(ctx, r->backend_req);
+  ctx->comm_time += rmaop__wtime() - t0;
   *preq = NULL;
   if (st == RMAOP_OK && ctx->trace_on && r->started)
     rmaop__trace_record(ctx, r->label, "reduce", ctx->backend->reduce_transport(ctx), (uint64_t)(ctx->size - 1),

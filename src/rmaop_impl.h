@@ -117,6 +117,7 @@ struct rmaop_ctx_s {
   double timeout;
   int trace_on;
   rmaop__trace_rec *trace;
+  double comm_time;       /* seconds spent inside plan begin/end and reduction begin/wait calls */
   char last_error[1024];
 };
 
@@ -219,6 +220,34 @@ rmaop_status rmaop__reduce_flagged_begin(rmaop_ctx ctx, rmaop_status local, cons
 /* Applies the received data: for every receive in canonical order (self transfers included at their
  * rank's position), dst[dst_offset..] = or += staging[disp..] (self: src[src_offset..]). Host memory. */
 rmaop_status rmaop__plan_unpack(rmaop_plan plan, const void *staging, const void *src, void *dst, rmaop_mode mode);
+
+/* ---- operators (src/op.c) ---------------------------------------------------------------------- */
+
+typedef struct rmaop__op_ops {
+  rmaop_status (*apply_begin)(rmaop_op A, rmaop_vec x, rmaop_vec y);
+  rmaop_status (*apply_end)(rmaop_op A);
+  rmaop_status (*adjoint_begin)(rmaop_op A, rmaop_vec y, rmaop_vec x);
+  rmaop_status (*adjoint_end)(rmaop_op A);
+  void (*destroy)(rmaop_op A); /* frees A->impl and what it holds */
+} rmaop__op_ops;
+
+struct rmaop_op_s {
+  rmaop_ctx ctx;
+  int refs;
+  char name[64];
+  rmaop_dtype dtype;
+  rmaop_layout model, data; /* references held */
+  const rmaop__op_ops *ops;
+  void *impl;
+  int active;               /* 0 idle, 1 forward, 2 adjoint */
+};
+
+/* A new operator with its layouts retained; impl and ops set by the caller. */
+rmaop_status rmaop__op_new(rmaop_ctx ctx, const char *name, rmaop_dtype dtype, rmaop_layout model, rmaop_layout data,
+                           const rmaop__op_ops *ops, void *impl, rmaop_op *out);
+
+/* Deterministic pseudo-random values by global index (dot tests, benchmarks). */
+rmaop_status rmaop__vec_fill_random(rmaop_vec v, unsigned seed);
 
 /* ---- trace ------------------------------------------------------------------------------------- */
 

@@ -249,6 +249,8 @@ rmaop_status rmaop_plan_reverse(rmaop_plan plan, const char *label, rmaop_plan *
  * (dst_len elements) must not be touched until rmaop_plan_end(). Memory kind of the context.
  * INSERT overwrites the destination ranges; ADD adds into them. Contributions to one destination are
  * applied in ascending origin rank (then the origin's transfer order): identical on every backend.
+ * The destination is written only inside rmaop_plan_end() (every backend stages incoming data), so in
+ * ADD mode the caller may keep accumulating into dst between begin and end (operators' adjoints do).
  */
 rmaop_status rmaop_plan_begin(rmaop_plan plan, const void *src, void *dst, rmaop_mode mode);
 /** Completes the plan's execution begun by rmaop_plan_begin(). Neighbor-collective. */
@@ -298,6 +300,157 @@ rmaop_status rmaop_win_epoch_end(rmaop_win win);
 rmaop_status rmaop_win_peer_transport(rmaop_win win, int peer, rmaop_transport *transport);
 /** Frees a window (and memory from rmaop_win_allocate). Collective. Sets *win to NULL. */
 void rmaop_win_free(rmaop_win *win);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Linear operators (PyLops-MPI semantics): y = A x and x = A^H y                                   */
+/* ------------------------------------------------------------------------------------------------ */
+
+typedef struct rmaop_op_s *rmaop_op;
+
+/**
+ * y = A x. Collective (neighbor-collective for stencils). @p x lives on the model layout, @p y on the data
+ * layout, both of the operator's dtype. @p x is not modified; @p y is overwritten.
+ */
+rmaop_status rmaop_op_apply(rmaop_op A, rmaop_vec x, rmaop_vec y);
+/** x = A^H y (the exact adjoint). Collective. */
+rmaop_status rmaop_op_apply_adjoint(rmaop_op A, rmaop_vec y, rmaop_vec x);
+/** Split application: begin starts the communication and does the work that does not need it; the caller
+ *  may compute in between; end finishes. x and y must not be touched between the two. */
+rmaop_status rmaop_op_apply_begin(rmaop_op A, rmaop_vec x, rmaop_vec y);
+rmaop_status rmaop_op_apply_end(rmaop_op A);
+rmaop_status rmaop_op_apply_adjoint_begin(rmaop_op A, rmaop_vec y, rmaop_vec x);
+rmaop_status rmaop_op_apply_adjoint_end(rmaop_op A);
+/** Drops a reference (composites keep their parts alive); sets *A to NULL. Collective (plans are freed). */
+void rmaop_op_destroy(rmaop_op *A);
+
+typedef struct {
+  rmaop_layout model, data; /**< borrowed */
+  rmaop_dtype dtype;
+  const char *name;
+} rmaop_op_info;
+rmaop_status rmaop_op_get_info(rmaop_op A, rmaop_op_info *info);
+
+/**
+ * Dot test: random x, y (seeded, identical for every backend), compares <A x, y> with <x, A^H y>.
+ * *rel_err = |<Ax,y> - <x,A^H y>| / max(|<Ax,y>|, |<x,A^H y>|, tiny). Collective.
+ * @return RMAOP_OK when the test ran; compare *rel_err yourself (1e-6 f32/c64, 1e-12 f64/c128 are typical).
+ */
+rmaop_status rmaop_op_dottest(rmaop_op A, unsigned seed, double *rel_err);
+
+/** Derivative kinds. For second derivatives CENTERED3 means PyLops' "centered". */
+typedef enum { RMAOP_DERIV_FORWARD = 0, RMAOP_DERIV_BACKWARD, RMAOP_DERIV_CENTERED3, RMAOP_DERIV_CENTERED5 } rmaop_deriv_kind;
+
+#define RMAOP_MAX_DIMS 8
+/** An N-D array distributed along axis 0 (C order: the last axis is contiguous). */
+typedef struct {
+  int ndim;
+  int64_t dims[RMAOP_MAX_DIMS]; /**< global shape */
+  int64_t local_rows;           /**< rows of axis 0 on this rank; -1: balanced split (PyLops-MPI local_split) */
+} rmaop_grid;
+
+/** Options of a derivative (first or second). */
+typedef struct {
+  rmaop_grid grid;
+  int axis;               /**< axis of the derivative; 0 exchanges halos, others are local */
+  rmaop_deriv_kind kind;
+  int edge;               /**< PyLops' edge flag */
+  double sampling;        /**< h; 0 means 1 */
+  rmaop_dtype dtype;
+  const char *label;      /**< trace name of its halo exchange; NULL: "deriv" */
+} rmaop_deriv_spec;
+
+/** PyLops FirstDerivative along @p spec->axis. Collective. Model and data layouts are equal. */
+rmaop_status rmaop_op_create_first_derivative(rmaop_ctx ctx, const rmaop_deriv_spec *spec, rmaop_op *A);
+/** PyLops SecondDerivative (kinds FORWARD, BACKWARD, CENTERED3). Collective. */
+rmaop_status rmaop_op_create_second_derivative(rmaop_ctx ctx, const rmaop_deriv_spec *spec, rmaop_op *A);
+
+typedef struct {
+  rmaop_grid grid;
+  int naxes;                      /**< 0: the last two axes (PyLops' default (-2, -1)) */
+  int axes[RMAOP_MAX_DIMS];
+  double weights[RMAOP_MAX_DIMS]; /**< per listed axis; all 0: ones */
+  double sampling[RMAOP_MAX_DIMS];/**< per listed axis; 0: one */
+  int edge;
+  rmaop_deriv_kind kind;          /**< applied on every axis (PyLops applies it to the first only) */
+  rmaop_dtype dtype;
+  const char *label;
+} rmaop_laplacian_spec;
+/** Weighted sum of second derivatives (PyLops Laplacian). Collective. */
+rmaop_status rmaop_op_create_laplacian(rmaop_ctx ctx, const rmaop_laplacian_spec *spec, rmaop_op *A);
+
+/** A rank's local block: a dense row-major matrix (copied) or callbacks on host arrays. */
+typedef struct {
+  int64_t nrows, ncols;
+  const void *dense; /**< nrows x ncols of the operator's dtype, row-major; NULL: use the callbacks */
+  rmaop_status (*apply)(void *user, const void *x, void *y);         /**< y = B x */
+  rmaop_status (*apply_adjoint)(void *user, const void *y, void *x); /**< x = B^H y */
+  void *user;
+} rmaop_block;
+
+/** Block-diagonal: rank r applies its block to its part. Model SCATTER(ncols), data SCATTER(nrows). Collective. */
+rmaop_status rmaop_op_create_blockdiag(rmaop_ctx ctx, rmaop_dtype dtype, const rmaop_block *block, rmaop_op *A);
+/** Vertical stack: model BROADCAST (ncols equal on every rank), data SCATTER(nrows); the adjoint sums
+ *  every rank's B_r^H y_r with one reduction (PyLops-MPI MPIVStack). Collective. */
+rmaop_status rmaop_op_create_vstack(rmaop_ctx ctx, rmaop_dtype dtype, const rmaop_block *block, rmaop_op *A);
+/** Horizontal stack: model SCATTER(ncols), data BROADCAST (nrows equal everywhere); y = sum_r B_r x_r. Collective. */
+rmaop_status rmaop_op_create_hstack(rmaop_ctx ctx, rmaop_dtype dtype, const rmaop_block *block, rmaop_op *A);
+
+/** A + B + ... (same layouts and dtype). Not collective. */
+rmaop_status rmaop_op_create_sum(int n, const rmaop_op ops[], rmaop_op *A);
+/** A B (A's model layout must match B's data layout). Not collective. */
+rmaop_status rmaop_op_create_product(rmaop_op A, rmaop_op B, rmaop_op *AB);
+/** alpha A. Not collective. */
+rmaop_status rmaop_op_create_scaled(rmaop_op A, double _Complex alpha, rmaop_op *sA);
+/** A^H as an operator. Not collective. */
+rmaop_status rmaop_op_create_adjoint(rmaop_op A, rmaop_op *AH);
+
+/** Local callbacks of a shell operator. Forward: y_local = f(x_local, ghost) where ghost holds what the plan
+ *  brought (dst of the plan). Adjoint: x_local = g(y_local) plus ghost contributions that the reversed plan
+ *  adds to their owners; the callback writes x_local and ghost (ghost arrives zeroed). Host arrays. */
+typedef struct {
+  rmaop_status (*apply)(void *user, const void *x, const void *ghost, void *y);
+  rmaop_status (*apply_adjoint)(void *user, const void *y, void *x, void *ghost);
+  void *user;
+} rmaop_shell_ops;
+/** A user operator: local callbacks plus a plan from x (src) to a ghost buffer (dst) of plan dst_len
+ *  elements. The plan is borrowed and must outlive the operator. Collective (the reversed plan is made). */
+rmaop_status rmaop_op_create_shell(rmaop_layout model, rmaop_layout data, rmaop_dtype dtype, rmaop_plan plan,
+                                   const rmaop_shell_ops *ops, rmaop_op *A);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Solvers                                                                                          */
+/* ------------------------------------------------------------------------------------------------ */
+
+typedef enum {
+  RMAOP_REASON_NITER = 0,    /**< ran niter iterations */
+  RMAOP_REASON_TOL,          /**< ||r||^2 fell to tol (PyLops: kold <= tol) */
+  RMAOP_REASON_BREAKDOWN     /**< a zero denominator; x is the last finite iterate */
+} rmaop_reason;
+
+typedef struct {
+  int niter;          /**< iterations at most */
+  double tol;         /**< stop when the squared residual (PyLops' kold) <= tol; 0: run niter */
+  double damp;        /**< CGLS damping epsilon (minimizes ||y - Ax||^2 + epsilon^2 ||x||^2) */
+  rmaop_vec x0;       /**< initial guess (copied into x); NULL: zero */
+  /** Called after each iteration with the residual norm; a non-OK return stops the solver with it. */
+  rmaop_status (*callback)(void *user, int iteration, double residual, rmaop_vec x);
+  void *user;
+} rmaop_solver_options;
+
+typedef struct {
+  int iterations;
+  rmaop_reason reason;
+  double *history;    /**< iterations + 1 residual norms (CGLS: ||y - A x_k||); free with rmaop_solver_info_free */
+  double time_total;  /**< seconds in the solver */
+  double time_comm;   /**< of which in plan executions and reductions (begin to end, from the trace clock) */
+} rmaop_solver_info;
+
+void rmaop_solver_options_init(rmaop_solver_options *opts);
+void rmaop_solver_info_free(rmaop_solver_info *info);
+/** Conjugate gradient for Hermitian positive definite A (PyLops CG recurrences). Collective. */
+rmaop_status rmaop_solve_cg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *opts, rmaop_solver_info *info);
+/** CGLS with damping (PyLops CGLS recurrences; history[0] = ||y - A x0||). Collective. */
+rmaop_status rmaop_solve_cgls(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *opts, rmaop_solver_info *info);
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Trace                                                                                            */
