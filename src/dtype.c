@@ -32,6 +32,7 @@ const char *rmaop_sync_name(rmaop_sync sync) {
   return (unsigned)sync < 3 ? rmaop__sync_names[sync] : "invalid";
 }
 const char *rmaop_transport_name(rmaop_transport transport) {
+  if (transport == RMAOP_TRANSPORT_SELF) return "self";
   return (unsigned)transport < 4 ? rmaop__transport_names[transport] : "invalid";
 }
 const char *rmaop_memory_name(rmaop_memory memory) {

@@ -57,7 +57,8 @@ typedef enum {
   RMAOP_TRANSPORT_AUTO = 0,
   RMAOP_TRANSPORT_MPI,
   RMAOP_TRANSPORT_SHM,
-  RMAOP_TRANSPORT_IPC
+  RMAOP_TRANSPORT_IPC,
+  RMAOP_TRANSPORT_SELF /**< reported for a rank's own entry (local copies); not accepted as a choice */
 } rmaop_transport;
 typedef enum { RMAOP_LAYOUT_SCATTER = 0, RMAOP_LAYOUT_BROADCAST } rmaop_layout_kind;
 
@@ -90,7 +91,8 @@ typedef struct {
   const char *rma_sync;      /**< "fence" | "pscw" | "lock"; RMAOP_RMA_SYNC; default "lock" */
   const char *rma_transport; /**< "auto" | "mpi" | "shm" | "ipc"; RMAOP_RMA_TRANSPORT; default "auto" */
   int trace;                 /**< 0 | 1; RMAOP_TRACE; default 0 */
-  double timeout;            /**< seconds a wait on a peer may last; RMAOP_TIMEOUT; default 300 */
+  double timeout;            /**< seconds a wait on a peer may last (rma lock mode's flag waits; MPI's own
+                                  fence and PSCW block inside MPI); RMAOP_TIMEOUT; default 300 */
 } rmaop_ctx_options;
 
 /** Fills @p opts with "unset" (NULL strings, -1 numbers) so every field comes from the environment. */
@@ -249,6 +251,7 @@ rmaop_status rmaop_plan_reverse(rmaop_plan plan, const char *label, rmaop_plan *
  * (dst_len elements) must not be touched until rmaop_plan_end(). Memory kind of the context.
  * INSERT overwrites the destination ranges; ADD adds into them. Contributions to one destination are
  * applied in ascending origin rank (then the origin's transfer order): identical on every backend.
+ * With the rma backend in fence mode, begin and end are collective over the whole context (MPI_Win_fence).
  * The destination is written only inside rmaop_plan_end() (every backend stages incoming data), so in
  * ADD mode the caller may keep accumulating into dst between begin and end (operators' adjoints do).
  */

@@ -1,0 +1,340 @@
+/* The rma backend: plans and reductions as put epochs on windows (win.c, epoch.c).
+ *
+ * Plans. One window per plan over a receive staging buffer (the core's staging layout: incoming
+ * transfers by origin rank, then the origin's order). Begin: open the epoch with the plan's send peers
+ * as targets and receive peers as origins, put every transfer into its target's staging, complete the
+ * origin side. End: wait for the origins, unpack staging into dst (rmaop__plan_unpack, which applies
+ * self transfers in rank order, so every backend gives bitwise identical results).
+ *
+ * Reductions. Every rank puts its `count` partials into slot[me] of every peer's reduction window in
+ * one epoch; then every rank combines slots 0..P-1 in rank order: identical bits on every rank.
+ *
+ * Double buffering. In fence and lock modes the staging (and the reduction slots) has two halves,
+ * used by epoch parity, which lets the epochs skip their "is the target ready" step:
+ *  - lock, a pair of ranks that send to each other (all pairs of a reduction, every pair of a
+ *    symmetric plan): my epoch k+2 put into t's half (k mod 2) happens after my epoch k+1 ended, i.e.
+ *    after I saw t's epoch k+1 data arrive; t sent those in its begin k+1, after its end k, where it
+ *    finished reading half (k mod 2). So t's previous use of the half is over without a handshake.
+ *    Pairs that only go one way keep the ready handshake (a target announces readiness right after it
+ *    unpacked, rma__post_ready, so the origin rarely waits for it).
+ *  - fence: the closing fence of epoch k+1 is collective, and every rank reaches it only after it
+ *    unpacked epoch k; so the next epoch's puts into half (k mod 2) need no opening fence: one fence
+ *    per execution instead of two.
+ * PSCW needs none of this: "start" waits for the target's "post", which the target issues once it
+ * consumed the previous epoch (in its next begin, or right after its unpack: rma__post_ready).
+ *
+ * Ordering. Begin completes the origin side (lock: flush + "done" flags; pscw: MPI_Win_complete),
+ * so an end only waits for peers' begins: several outstanding plans and reductions may be ended in
+ * any order on any rank without deadlock (lock and pscw; fence is collective and completes in call
+ * order). */
+#include "rma_win.h"
+
+#include <stdio.h>
+
+/* ---- plans ---- */
+
+typedef struct {
+  rmaop_win win;  /* NULL when no rank sends anything to another rank */
+  char *staging;  /* the window memory */
+  int doubled;    /* staging has two halves (fence, lock) */
+  int odd;        /* the current execution uses the second half */
+  unsigned flags; /* epoch flags */
+} rma_plan;
+
+static int double_buffered(rmaop_ctx ctx) {
+  return ctx->rma_sync != RMAOP_SYNC_PSCW;
+}
+
+/* "shm", "mpi", "mixed" over the plan's peers, "self" when nothing leaves this rank. */
+static const char *plan_transport(rmaop_plan plan, rmaop_win win) {
+  const char *name = NULL;
+  for (int i = 0; i < plan->nsend_peers + plan->nrecv_peers; ++i) {
+    int p = i < plan->nsend_peers ? plan->send_peers[i] : plan->recv_peers[i - plan->nsend_peers];
+    const char *n = win->tp[p]->name;
+    if (!name)
+      name = n;
+    else if (strcmp(name, n) != 0)
+      return "mixed";
+  }
+  return name ? name : "self";
+}
+
+static void plan_trace_shape(rmaop_plan plan) {
+  int64_t elems = 0;
+  for (int i = 0; i < plan->nsend; ++i)
+    elems += plan->send[i].count;
+  plan->trace_messages = (uint64_t)plan->nsend; /* one put per transfer */
+  plan->trace_bytes_per_message = plan->nsend ? (double)elems * (double)plan->esize / plan->nsend : 0.0;
+}
+
+/* Collective. Whether any rank sends to another one: if none, the plan needs no window at all. */
+static rmaop_status plan_needs_window(rmaop_plan plan, rmaop_status local, int *needed) {
+  rmaop_ctx ctx = plan->ctx;
+  int v[2] = {plan->nsend_peers + plan->nrecv_peers > 0, local != RMAOP_OK}, r[2];
+  RMAOP_CHECK_MPI(ctx, MPI_Allreduce(v, r, 2, MPI_INT, MPI_MAX, ctx->comm));
+  if (local != RMAOP_OK)
+    return local;
+  if (r[1])
+    return RMAOP_ERROR(ctx, RMAOP_ERR_REMOTE, "rma plan set-up failed on another rank; its message says why");
+  *needed = r[0];
+  return RMAOP_OK;
+}
+
+static rmaop_status plan_setup(rmaop_plan plan) {
+  rmaop_ctx ctx = plan->ctx;
+  rma_plan *rp = NULL;
+  rmaop_status local = rmaop__calloc(ctx, 1, sizeof *rp, "rma plan state", (void **)&rp);
+  if (local == RMAOP_OK && (uint64_t)plan->recv_total > (uint64_t)INT64_MAX / 4 / plan->esize)
+    local = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rma plan \"%s\": %lld incoming elements do not fit in a window",
+                        plan->label, (long long)plan->recv_total);
+  int needed = 0;
+  rmaop_status st = plan_needs_window(plan, local, &needed);
+  if (st != RMAOP_OK) {
+    free(rp);
+    return st;
+  }
+  rp->doubled = double_buffered(ctx);
+  rp->flags = rp->doubled ? RMA_EPOCH_SKIP_READY_MUTUAL : 0;
+  plan_trace_shape(plan);
+  plan->trace_transport = "self";
+  if (needed) {
+    size_t bytes = (size_t)plan->recv_total * plan->esize * (rp->doubled ? 2 : 1);
+    void *base = NULL;
+    st = rma__win_make(ctx, 1, NULL, bytes, &rp->win, &base);
+    if (st != RMAOP_OK) {
+      free(rp);
+      return st;
+    }
+    rp->staging = base;
+    plan->trace_transport = plan_transport(plan, rp->win);
+  }
+  plan->backend_data = rp;
+  return RMAOP_OK;
+}
+
+static void plan_free(rmaop_plan plan) {
+  rma_plan *rp = plan->backend_data;
+  if (!rp)
+    return;
+  rmaop_win_free(&rp->win);
+  free(rp);
+  plan->backend_data = NULL;
+}
+
+static rmaop_status plan_begin(rmaop_plan plan) {
+  rma_plan *rp = plan->backend_data;
+  rmaop_win w = rp->win;
+  if (!w)
+    return RMAOP_OK;
+  RMAOP_CHECK(rma__epoch_begin(w, plan->nsend_peers, plan->send_peers, plan->nrecv_peers, plan->recv_peers, rp->flags));
+  rp->odd = rp->doubled && (w->epoch & 1);
+  const size_t es = plan->esize;
+  const char *src = plan->cur_src;
+  for (int j = 0; j < plan->nsend; ++j) {
+    const rmaop_transfer *t = &plan->send[j];
+    const size_t half = rp->odd ? w->sizes[t->peer] / 2 : 0; /* the target's staging is doubled too */
+    RMAOP_CHECK(rma__put(w, src + (size_t)t->src_offset * es, (size_t)t->count * es, t->peer,
+                         half + (size_t)plan->send_disp[j] * es));
+  }
+  return rma__epoch_origin_done(w);
+}
+
+static rmaop_status plan_end(rmaop_plan plan) {
+  rma_plan *rp = plan->backend_data;
+  rmaop_win w = rp->win;
+  if (!w)
+    return rmaop__plan_unpack(plan, NULL, plan->cur_src, plan->cur_dst, plan->cur_mode);
+  RMAOP_CHECK(rma__epoch_end(w));
+  const char *staging = rp->staging + (rp->odd ? w->bytes / 2 : 0);
+  RMAOP_CHECK(rmaop__plan_unpack(plan, staging, plan->cur_src, plan->cur_dst, plan->cur_mode));
+  return rma__post_ready(w);
+}
+
+/* ---- reductions ---- */
+
+/* One reduction in flight per context: a begin while another is outstanding completes that one
+ * first (its result is written then; its end only returns the status). All ranks begin reductions in
+ * the same order, so they complete them in the same order. */
+typedef struct {
+  double *out;
+  int64_t count;
+  rmaop_redop op;
+  int odd;
+  int finished;
+  int in_use; /* handed out and not yet ended */
+  int heap;   /* allocated because the ring was full */
+  rmaop_status status;
+} rma_reduce;
+
+/* Requests come from a small ring, so a reduction allocates nothing; more than RMA_REDUCE_RING
+ * requests begun and not yet ended fall back to the heap. */
+#define RMA_REDUCE_RING 8
+
+typedef struct {
+  rmaop_win win; /* NULL until the first reduction on more than one rank */
+  double *slots; /* [2][size][cap] */
+  int64_t cap;   /* doubles per slot */
+  int *peers;    /* [size - 1] every other rank, ascending */
+  rma_reduce *pending;
+  rma_reduce ring[RMA_REDUCE_RING];
+  unsigned next;
+} rma_ctx;
+
+static rmaop_status init(rmaop_ctx ctx) {
+  rma_ctx *s = NULL;
+  RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *s, "rma context state", (void **)&s));
+  if (rmaop__calloc(ctx, (size_t)ctx->size, sizeof(int), "rma peer list", (void **)&s->peers) != RMAOP_OK) {
+    free(s);
+    return RMAOP_ERR_NOMEM;
+  }
+  for (int r = 0, n = 0; r < ctx->size; ++r)
+    if (r != ctx->rank)
+      s->peers[n++] = r;
+  ctx->backend_data = s;
+  return RMAOP_OK;
+}
+
+static void fini(rmaop_ctx ctx) {
+  rma_ctx *s = ctx->backend_data;
+  if (!s)
+    return;
+  rmaop_win_free(&s->win); /* collective: every rank grew the window at the same calls */
+  free(s->peers);
+  free(s);
+  ctx->backend_data = NULL;
+}
+
+static size_t slot_offset(const rma_ctx *s, rmaop_ctx ctx, int odd, int rank) {
+  return ((size_t)odd * (size_t)ctx->size + (size_t)rank) * (size_t)s->cap * sizeof(double);
+}
+
+/* Collective: every rank reduces the same count, so every rank grows at the same call. */
+static rmaop_status grow(rmaop_ctx ctx, rma_ctx *s, int64_t count) {
+  int64_t cap = s->cap ? 2 * s->cap : 32;
+  if (cap < count)
+    cap = count;
+  RMAOP_REQUIRE(ctx, (uint64_t)cap <= SIZE_MAX / 2 / sizeof(double) / (uint64_t)ctx->size, RMAOP_ERR_ARG,
+                "rma reduction: %lld doubles per rank from %d ranks do not fit in memory", (long long)count, ctx->size);
+  rmaop_win_free(&s->win);
+  s->cap = 0;
+  void *base = NULL;
+  RMAOP_CHECK(rma__win_make(ctx, 1, NULL, 2 * (size_t)ctx->size * (size_t)cap * sizeof(double), &s->win, &base));
+  s->slots = base;
+  s->cap = cap;
+  return RMAOP_OK;
+}
+
+static void combine(const rma_ctx *s, rmaop_ctx ctx, const rma_reduce *r) {
+  const double *slot = (const double *)((const char *)s->slots + slot_offset(s, ctx, r->odd, 0));
+  double *out = r->out;
+  const int64_t n = r->count;
+  memcpy(out, slot, (size_t)n * sizeof *out);
+  for (int p = 1; p < ctx->size; ++p) {
+    const double *v = slot + (size_t)p * (size_t)s->cap;
+    switch (r->op) {
+    case RMAOP_SUM:
+      for (int64_t i = 0; i < n; ++i)
+        out[i] += v[i];
+      break;
+    case RMAOP_MAX:
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = v[i] > out[i] ? v[i] : out[i];
+      break;
+    case RMAOP_MIN:
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = v[i] < out[i] ? v[i] : out[i];
+      break;
+    }
+  }
+}
+
+static rmaop_status finish(rmaop_ctx ctx, rma_ctx *s, rma_reduce *r) {
+  rmaop_status st = rma__epoch_end(s->win);
+  if (st == RMAOP_OK)
+    combine(s, ctx, r);
+  s->pending = NULL;
+  r->finished = 1;
+  r->status = st;
+  return st;
+}
+
+static rmaop_status start(rmaop_ctx ctx, rma_ctx *s, const double *in, rma_reduce *r) {
+  if (r->count > s->cap)
+    RMAOP_CHECK(grow(ctx, s, r->count));
+  rmaop_win w = s->win;
+  const int others = ctx->size - 1;
+  RMAOP_CHECK(rma__epoch_begin(w, others, s->peers, others, s->peers, RMA_EPOCH_SKIP_READY_MUTUAL));
+  r->odd = (int)(w->epoch & 1);
+  const size_t bytes = (size_t)r->count * sizeof(double), off = slot_offset(s, ctx, r->odd, ctx->rank);
+  memcpy(w->base + off, in, bytes); /* own slot first: `in` may alias `out` */
+  for (int i = 0; i < others; ++i)
+    RMAOP_CHECK(rma__put(w, in, bytes, s->peers[i], off));
+  s->pending = r;
+  return rma__epoch_origin_done(w);
+}
+
+static void release(rma_ctx *s, rma_reduce *r) {
+  if (r->heap)
+    free(r);
+  else
+    r->in_use = 0;
+}
+
+static rmaop_status reduce_begin(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op,
+                                 void **req) {
+  rma_ctx *s = ctx->backend_data;
+  if (s->pending)
+    RMAOP_CHECK(finish(ctx, s, s->pending));
+  rma_reduce *r = &s->ring[s->next % RMA_REDUCE_RING];
+  const int heap = r->in_use;
+  if (heap)
+    RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *r, "rma reduction", (void **)&r));
+  else
+    s->next++;
+  *r = (rma_reduce){.out = out, .count = count, .op = op, .in_use = 1, .heap = heap};
+  if (ctx->size == 1 || count == 0) { /* nothing to exchange; every rank takes this branch together */
+    if (count > 0)
+      memmove(out, in, (size_t)count * sizeof *out);
+    r->finished = 1;
+  } else {
+    rmaop_status st = start(ctx, s, in, r);
+    if (st != RMAOP_OK) {
+      if (s->pending == r)
+        s->pending = NULL;
+      release(s, r);
+      return st;
+    }
+  }
+  *req = r;
+  return RMAOP_OK;
+}
+
+static rmaop_status reduce_end(rmaop_ctx ctx, void *req) {
+  rma_ctx *s = ctx->backend_data;
+  rma_reduce *r = req;
+  rmaop_status st = r->finished ? r->status : finish(ctx, s, r);
+  release(s, r);
+  return st;
+}
+
+static const char *reduce_transport(rmaop_ctx ctx) {
+  rma_ctx *s = ctx->backend_data;
+  if (ctx->size == 1)
+    return "self";
+  if (s && s->win)
+    return s->win->transport_name;
+  return rma__choose_transport(ctx, ctx->node_size == ctx->size, (ctx->rank + 1) % ctx->size)->name;
+}
+
+const rmaop_backend rmaop__rma_backend = {
+    .name = "rma",
+    .init = init,
+    .fini = fini,
+    .plan_setup = plan_setup,
+    .plan_free = plan_free,
+    .plan_begin = plan_begin,
+    .plan_end = plan_end,
+    .reduce_begin = reduce_begin,
+    .reduce_end = reduce_end,
+    .reduce_transport = reduce_transport,
+};

@@ -1,0 +1,141 @@
+/* Private to rma/: the window object, the transport table and the internal epoch entry points.
+ *
+ * Two layers, as in UCX's ucp/uct split:
+ *   epoch.c              what an epoch means (fence | pscw | lock): who waits for whom, and when.
+ *   transport_*.c        how bytes and flags move to one peer (mpi | shm | self). A transport never
+ *                        knows which sync mode called it.
+ * win.c creates windows, picks a transport per peer and validates the public calls; rma_backend.c
+ * runs plans and reductions on windows. Nothing outside rma/ includes this header. */
+#ifndef RMAOP_RMA_WIN_H
+#define RMAOP_RMA_WIN_H
+
+#include "rmaop_impl.h"
+
+/* How bytes and notifications reach one peer. `disp` is a byte displacement in the peer's window;
+ * `slot` indexes a control area (lock mode, see struct rmaop_win_s). */
+typedef struct rma_transport {
+  const char *name;     /* "mpi", "shm", "self" (static: trace records keep the pointer) */
+  rmaop_transport kind; /* what rmaop_win_peer_transport() reports */
+  rmaop_status (*put)(rmaop_win win, const void *origin, size_t bytes, int target, size_t disp);
+  rmaop_status (*get)(rmaop_win win, void *origin, size_t bytes, int target, size_t disp);
+  /* Completes this rank's puts/gets towards `peer` at the peer (remote completion). */
+  rmaop_status (*flush)(rmaop_win win, int peer);
+  /* Stores `value` into `peer`'s control slot `slot`; ordered after every put to `peer` that was
+   * flushed before it. */
+  rmaop_status (*notify)(rmaop_win win, int peer, int slot, int64_t value);
+  /* Reads this rank's own control slot (written by a peer through the same transport: the choice is
+   * symmetric, see rma__choose_transport). */
+  rmaop_status (*read_flag)(rmaop_win win, int slot, int64_t *value);
+} rma_transport;
+
+extern const rma_transport rma__transport_mpi;
+extern const rma_transport rma__transport_shm;
+extern const rma_transport rma__transport_self;
+
+/* Largest piece handed to one MPI_Put/MPI_Get: MPI-3.1 RMA counts are int. (Overridable so a test
+ * build can exercise the splitting with small buffers.) */
+#ifndef RMA_MPI_CHUNK
+#define RMA_MPI_CHUNK ((size_t)1 << 30)
+#endif
+
+/* Flags of the internal epoch begin. */
+enum {
+  /* The caller double-buffers its target memory by epoch parity and repeats one pattern, so: the
+   * flag handshake (lock; pscw on shm) skips "ready" with every peer that is both a target and an
+   * origin of the epoch, and fence skips the opening fence when the previous closing fence left an
+   * epoch open. rma_backend.c gives the argument for why that is safe. */
+  RMA_EPOCH_SKIP_READY_MUTUAL = 1u << 0,
+};
+
+enum { RMA_ROLE_TARGET = 1, RMA_ROLE_ORIGIN = 2 };
+
+struct rmaop_win_s {
+  rmaop_ctx ctx;
+  int rank, size;
+  rmaop_sync sync;
+  MPI_Win win;                /* data window */
+  MPI_Win cwin;               /* control window: == win when the control area is its tail */
+  int cwin_separate;          /* cwin is a window of its own (beside user memory) */
+  int locked, clocked;        /* MPI_Win_lock_all held on win / on a separate cwin */
+  int local_only;             /* one-rank context: no MPI window at all (win.c, build_local) */
+  int shared;                 /* one MPI_Win_allocate_shared segment: peers are load/store addressable */
+  int owns_memory;            /* memory came from MPI (rmaop_win_allocate) */
+  char *base;                 /* this rank's window memory */
+  size_t bytes;               /* this rank's usable window size */
+  size_t *sizes;              /* [size] every rank's usable window size (bounds checks) */
+  char **peer_base;           /* [size] shared windows: every rank's segment, mapped here */
+  const rma_transport **tp;   /* [size] transport towards every rank (own rank: self) */
+  const char *transport_name; /* towards the other ranks: "shm", "mpi", "mixed", or "self" if none */
+  rmaop_transport self_kind;  /* reported for the own rank (the public enum has no "self") */
+
+  /* Epochs are the flag handshake of epoch.c (lock; pscw when every peer is reached by shm). */
+  int flag_sync;
+
+  /* Control area of the flag handshake: int64 slots. Slot r: "ready", written by target r (its
+   * memory may take my next epoch). Slot size + r: "done", written by origin r (its puts of the
+   * epoch are complete here). Values count epochs per PAIR of ranks, so a rank that skips epochs it
+   * takes no part in (they are neighbor-collective) never desynchronizes the others. */
+  int64_t *ctrl;       /* this rank's control area */
+  MPI_Aint *ctrl_disp; /* [size] byte displacement of each rank's control area in cwin */
+  int64_t *out_epochs; /* [size] epochs opened with rank r as a target */
+  int64_t *in_epochs;  /* [size] epochs opened with rank r as an origin */
+  int64_t *ready_sent; /* [size] highest "ready" value already sent to origin r */
+
+  /* The open epoch (own rank removed from the lists); role[r]: RMA_ROLE_* bits of rank r. The roles of
+   * the last epoch stay until the next begin (rma__post_ready reads them). */
+  int in_epoch;
+  int origin_done; /* rma__epoch_origin_done() already ran for this epoch */
+  unsigned flags;
+  int ntargets, norigins;
+  int *targets, *origins; /* [size] each */
+  unsigned char *role;    /* [size] */
+  int64_t epoch;          /* epochs begun on this window (buffer parity) */
+  int fence_open;         /* fence mode: the last closing fence also opened the next epoch */
+
+  /* PSCW: the groups of the last epoch, rebuilt only when the peer lists change. */
+  MPI_Group comm_group, post_group, start_group;
+  int npost, nstart;
+  int *post_ranks, *start_ranks; /* [size] each */
+
+  /* Public epochs' trace: operations and bytes since rmaop_win_epoch_begin. */
+  uint64_t ops, op_bytes;
+  double t_begin;
+};
+
+/* ---- win.c ---- */
+
+/* Both public creators end here (collective). allocate: memory from MPI, *base_out set; else over
+ * user memory `user_base`. */
+rmaop_status rma__win_make(rmaop_ctx ctx, int allocate, void *user_base, size_t bytes, rmaop_win *out, void **base_out);
+/* The transport a window of `ctx` uses towards `peer` (`shared`: the window is one
+ * MPI_Win_allocate_shared segment over the whole communicator). Symmetric in (rank, peer). */
+const rma_transport *rma__choose_transport(rmaop_ctx ctx, int shared, int peer);
+
+/* Puts without argument checks: the caller (a plan, a reduction) validated its pattern once. */
+static inline rmaop_status rma__put(rmaop_win w, const void *origin, size_t bytes, int target, size_t disp) {
+  if (bytes == 0)
+    return RMAOP_OK;
+  return w->tp[target]->put(w, origin, bytes, target, disp);
+}
+
+/* ---- epoch.c ---- */
+
+/* Opens an epoch with exactly these peers (own rank dropped: self transfers are local copies).
+ * Unsorted lists are fine; a repeated rank or one outside the communicator is RMAOP_ERR_ARG. */
+rmaop_status rma__epoch_begin(rmaop_win win, int ntargets, const int *targets, int norigins, const int *origins,
+                              unsigned flags);
+/* Optional, after this rank's last put of the epoch: completes the origin side now (lock: flush and
+ * "done" flags; pscw: MPI_Win_complete), so that rma__epoch_end only waits for the origins. Plans and
+ * reductions call it in their begin: a rank then never waits on a peer that waits on it, whatever
+ * order the ends of several outstanding operations come in. Fence: nothing (the fence is collective). */
+rmaop_status rma__epoch_origin_done(rmaop_win win);
+/* Closes the epoch: this rank's puts/gets are complete, every origin's puts are visible here. */
+rmaop_status rma__epoch_end(rmaop_win win);
+/* Flag handshake (lock; pscw on shm), once the data of the epoch that just ended was consumed: tells
+ * its origins that this rank's memory may take their next epoch (an early "post"), so they need not
+ * wait for it at their next begin. Other windows: nothing to do. */
+rmaop_status rma__post_ready(rmaop_win win);
+/* Releases the PSCW groups (window free). */
+void rma__epoch_free(rmaop_win win);
+
+#endif /* RMAOP_RMA_WIN_H */

@@ -1,0 +1,368 @@
+/* Windows: creation (flavor and transport per peer), the public put/get/epoch calls, free.
+ *
+ * Flavors. When every rank of the context shares one node and the memory comes from
+ * rmaop_win_allocate, the window is ONE MPI_Win_allocate_shared segment over the context's
+ * communicator (MPI-3.1 §11.2.3): peers' segments are addressable (MPI_Win_shared_query), so the shm
+ * transport stores into them directly, and the mpi transport, if chosen, uses MPI_Put on the same
+ * window. Otherwise MPI_Win_allocate (mpi transport for every peer), or MPI_Win_create over user
+ * memory (mpi only: MPI cannot map user memory into other processes).
+ *
+ * The flag handshake (lock; pscw on shm windows, epoch.c) needs a control area (two int64 counters
+ * per rank, rma_win.h): the tail of an allocated segment, or a small window of its own beside user
+ * memory. In lock mode the whole window lives in one MPI_Win_lock_all(MPI_MODE_NOCHECK) epoch from
+ * creation to free (MPI-3.1 §11.5.3): passive-target synchronization is then only flushes and flags. */
+#include "rma_win.h"
+
+#include <stdio.h>
+
+#define RMA_ALIGN ((size_t)64) /* control area on its own cache lines */
+
+/* Window sizes travel as MPI_UINT64_T (MPI has no size_t type). */
+_Static_assert(sizeof(size_t) == sizeof(uint64_t), "size_t must be 64 bits");
+
+static size_t align_up(size_t n) {
+  return (n + RMA_ALIGN - 1) & ~(RMA_ALIGN - 1);
+}
+
+const rma_transport *rma__choose_transport(rmaop_ctx ctx, int shared, int peer) {
+  if (peer == ctx->rank)
+    return &rma__transport_self;
+  if (shared && ctx->rma_transport != RMAOP_TRANSPORT_MPI)
+    return &rma__transport_shm;
+  return &rma__transport_mpi;
+}
+
+/* ---- creation ---- */
+
+/* Local checks of a creator's arguments; `*shared` says which flavor the window gets. */
+static rmaop_status check_create(rmaop_ctx ctx, const char *fn, int allocate, const void *user_base, size_t bytes,
+                                 const void *win_out, const void *base_out, int *shared) {
+  RMAOP_REQUIRE(ctx, win_out != NULL, RMAOP_ERR_ARG, "%s: win (output) is NULL", fn);
+  RMAOP_REQUIRE(ctx, !allocate || base_out != NULL, RMAOP_ERR_ARG, "%s: base (output) is NULL", fn);
+  RMAOP_REQUIRE(ctx, allocate || user_base != NULL || bytes == 0, RMAOP_ERR_ARG, "%s: base is NULL with %zu bytes", fn,
+                bytes);
+  RMAOP_REQUIRE(ctx, bytes <= (size_t)INT64_MAX / 2, RMAOP_ERR_ARG, "%s: %zu bytes is too large a window", fn, bytes);
+  RMAOP_REQUIRE(ctx, ctx->memory == RMAOP_MEMORY_HOST, RMAOP_ERR_UNSUPPORTED,
+                "%s: device memory windows arrive with the ipc transport (this build: host memory only)", fn);
+  RMAOP_REQUIRE(ctx, ctx->rma_transport != RMAOP_TRANSPORT_IPC, RMAOP_ERR_UNSUPPORTED,
+                "%s: the ipc transport needs device memory, which this build does not support", fn);
+  RMAOP_REQUIRE(ctx, allocate || ctx->rma_transport != RMAOP_TRANSPORT_SHM, RMAOP_ERR_UNSUPPORTED,
+                "%s: the shm transport (RMAOP_RMA_TRANSPORT=shm) can only reach memory allocated by MPI; use "
+                "rmaop_win_allocate, or RMAOP_RMA_TRANSPORT=mpi|auto for user memory",
+                fn);
+  const int one_node = ctx->node_size == ctx->size;
+  if (!one_node && ctx->rma_transport == RMAOP_TRANSPORT_SHM) {
+    int off = 0;
+    while (off < ctx->size && ctx->node_of[off] == ctx->node_of[ctx->rank])
+      ++off;
+    return RMAOP_ERROR(ctx, RMAOP_ERR_UNSUPPORTED,
+                       "%s: RMAOP_RMA_TRANSPORT=shm but rank %d is on another node than rank %d (shared memory "
+                       "cannot reach it); use auto or mpi",
+                       fn, off, ctx->rank);
+  }
+  *shared = allocate && one_node;
+  return RMAOP_OK;
+}
+
+static rmaop_status win_struct_new(rmaop_ctx ctx, rmaop_win *out) {
+  rmaop_win w = NULL;
+  const size_t P = (size_t)ctx->size;
+  RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *w, "window", (void **)&w));
+  w->ctx = ctx;
+  w->rank = ctx->rank;
+  w->size = ctx->size;
+  w->sync = ctx->rma_sync;
+  w->win = w->cwin = MPI_WIN_NULL;
+  w->comm_group = w->post_group = w->start_group = MPI_GROUP_NULL;
+  rmaop_status st = rmaop__calloc(ctx, P, sizeof *w->sizes, "window sizes", (void **)&w->sizes);
+  if (st == RMAOP_OK)
+    st = rmaop__calloc(ctx, P, sizeof *w->peer_base, "window bases", (void **)&w->peer_base);
+  if (st == RMAOP_OK)
+    st = rmaop__calloc(ctx, P, sizeof *w->tp, "window transports", (void **)&w->tp);
+  if (st == RMAOP_OK)
+    st = rmaop__calloc(ctx, P, sizeof *w->ctrl_disp, "window control", (void **)&w->ctrl_disp);
+  if (st == RMAOP_OK)
+    st = rmaop__calloc(ctx, 3 * P, sizeof(int64_t), "window counters", (void **)&w->out_epochs);
+  if (st == RMAOP_OK)
+    st = rmaop__calloc(ctx, 4 * P, sizeof(int), "window peer lists", (void **)&w->targets);
+  if (st == RMAOP_OK)
+    st = rmaop__calloc(ctx, P, 1, "window roles", (void **)&w->role);
+  if (st != RMAOP_OK) {
+    rmaop_win_free(&w);
+    return st;
+  }
+  w->in_epochs = w->out_epochs + P;
+  w->ready_sent = w->out_epochs + 2 * P;
+  w->origins = w->targets + P;
+  w->post_ranks = w->targets + 2 * P;
+  w->start_ranks = w->targets + 3 * P;
+  *out = w;
+  return RMAOP_OK;
+}
+
+static rmaop_status set_errhandler(rmaop_win w, MPI_Win win) {
+  /* Windows do not inherit the communicator's handler (MPI-3.1 §8.3.3): errors must return here too. */
+  RMAOP_CHECK_MPI(w->ctx, MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+  return RMAOP_OK;
+}
+
+/* The data window (and, when allocated with a flag handshake, its control tail). */
+static rmaop_status make_data_window(rmaop_win w, void *user_base, size_t bytes, size_t ctrl_bytes) {
+  rmaop_ctx ctx = w->ctx;
+  const size_t total = ctrl_bytes ? align_up(bytes) + ctrl_bytes : bytes;
+  void *base = user_base;
+  if (w->shared) {
+    /* Per-rank page-aligned segments: each rank's memory stays on its own NUMA node. */
+    MPI_Info info;
+    RMAOP_CHECK_MPI(ctx, MPI_Info_create(&info));
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    int rc = MPI_Win_allocate_shared((MPI_Aint)total, 1, info, ctx->comm, &base, &w->win);
+    MPI_Info_free(&info);
+    RMAOP_CHECK_MPI(ctx, rc);
+  } else if (w->owns_memory) {
+    RMAOP_CHECK_MPI(ctx, MPI_Win_allocate((MPI_Aint)total, 1, MPI_INFO_NULL, ctx->comm, &base, &w->win));
+  } else {
+    RMAOP_CHECK_MPI(ctx, MPI_Win_create(user_base, (MPI_Aint)bytes, 1, MPI_INFO_NULL, ctx->comm, &w->win));
+  }
+  RMAOP_CHECK(set_errhandler(w, w->win));
+  w->base = base;
+  w->bytes = bytes;
+  return RMAOP_OK;
+}
+
+/* Every rank's usable size (bounds checks) and, on a shared window, every rank's segment address. */
+static rmaop_status exchange_sizes(rmaop_win w) {
+  rmaop_ctx ctx = w->ctx;
+  uint64_t mine = (uint64_t)w->bytes;
+  RMAOP_CHECK_MPI(ctx, MPI_Allgather(&mine, 1, MPI_UINT64_T, w->sizes, 1, MPI_UINT64_T, ctx->comm));
+  if (!w->shared)
+    return RMAOP_OK;
+  for (int r = 0; r < w->size; ++r) {
+    MPI_Aint sz = 0;
+    int unit = 0;
+    void *p = NULL;
+    RMAOP_CHECK_MPI(ctx, MPI_Win_shared_query(w->win, r, &sz, &unit, &p));
+    w->peer_base[r] = p;
+  }
+  return RMAOP_OK;
+}
+
+/* Control area of the flag handshake, zeroed and visible everywhere before any peer can notify into
+ * it. Lock mode also opens the window's one passive-target epoch, which MPI_Win_flush and the mpi
+ * transport's flag operations need. */
+static rmaop_status setup_control(rmaop_win w, size_t ctrl_bytes) {
+  rmaop_ctx ctx = w->ctx;
+  if (w->owns_memory) {
+    w->cwin = w->win;
+    w->ctrl = (int64_t *)(w->base + align_up(w->bytes));
+    for (int r = 0; r < w->size; ++r)
+      w->ctrl_disp[r] = (MPI_Aint)align_up(w->sizes[r]);
+  } else {
+    void *c = NULL;
+    RMAOP_CHECK_MPI(ctx, MPI_Win_allocate((MPI_Aint)ctrl_bytes, 1, MPI_INFO_NULL, ctx->comm, &c, &w->cwin));
+    w->cwin_separate = 1;
+    RMAOP_CHECK(set_errhandler(w, w->cwin));
+    w->ctrl = c; /* ctrl_disp stays 0 for every rank */
+  }
+  memset(w->ctrl, 0, ctrl_bytes);
+  if (w->sync == RMAOP_SYNC_LOCK) {
+    RMAOP_CHECK_MPI(ctx, MPI_Win_lock_all(MPI_MODE_NOCHECK, w->win));
+    w->locked = 1;
+    if (w->cwin_separate) {
+      RMAOP_CHECK_MPI(ctx, MPI_Win_lock_all(MPI_MODE_NOCHECK, w->cwin));
+      w->clocked = 1;
+    }
+  }
+  RMAOP_CHECK_MPI(ctx, MPI_Win_sync(w->cwin));
+  RMAOP_CHECK_MPI(ctx, MPI_Barrier(ctx->comm));
+  return RMAOP_OK;
+}
+
+static void set_transports(rmaop_win w) {
+  const char *name = NULL;
+  for (int r = 0; r < w->size; ++r) {
+    w->tp[r] = rma__choose_transport(w->ctx, w->shared, r);
+    if (r == w->rank)
+      continue;
+    if (!name)
+      name = w->tp[r]->name;
+    else if (strcmp(name, w->tp[r]->name) != 0)
+      name = "mixed";
+  }
+  w->transport_name = name ? name : "self";
+  w->self_kind = RMAOP_TRANSPORT_SELF;
+}
+
+/* A context of one rank needs no MPI window: every access is a local copy and every epoch is empty.
+ * (It also keeps single-process runs independent of the osc component: Open MPI 4.1's osc/ucx
+ * rejects MPI_Win_create on a one-process communicator on machines without a usable UCX device.) */
+static rmaop_status build_local(rmaop_win w, void *user_base, size_t bytes) {
+  w->local_only = 1;
+  w->base = user_base;
+  if (w->owns_memory)
+    RMAOP_CHECK(rmaop__calloc(w->ctx, 1, bytes, "window memory", (void **)&w->base));
+  w->bytes = w->sizes[0] = bytes;
+  w->peer_base[0] = w->base;
+  set_transports(w);
+  return RMAOP_OK;
+}
+
+/* Whether epochs run as the flag handshake of epoch.c: always in lock mode; in pscw mode when every
+ * peer is reached by shm (then the flags are plain atomics and MPI's PSCW would only add cost). */
+/* Only lock mode signals with flags. pscw always uses MPI_Win_post/start/complete/wait, on shm too:
+ * users A/B the sync modes against each other, and a pscw built from lock's flags would make the two
+ * the same path. (Open MPI 4.1's osc/sm PSCW is slow at 8 bytes; docs/PERFORMANCE.md shows by how much.) */
+static int uses_flag_sync(const rmaop_win w) { return w->sync == RMAOP_SYNC_LOCK; }
+
+/* The collective part of creation, entered by every rank once the arguments were agreed valid. */
+static rmaop_status build(rmaop_win w, void *user_base, size_t bytes) {
+  if (w->size == 1)
+    return build_local(w, user_base, bytes);
+  set_transports(w);
+  w->flag_sync = uses_flag_sync(w);
+  const size_t ctrl_bytes = w->flag_sync ? 2 * (size_t)w->size * sizeof(int64_t) : 0;
+  RMAOP_CHECK(make_data_window(w, user_base, bytes, ctrl_bytes));
+  RMAOP_CHECK(exchange_sizes(w));
+  if (w->sync == RMAOP_SYNC_PSCW && !w->flag_sync)
+    RMAOP_CHECK_MPI(w->ctx, MPI_Comm_group(w->ctx->comm, &w->comm_group));
+  if (ctrl_bytes)
+    RMAOP_CHECK(setup_control(w, ctrl_bytes));
+  return RMAOP_OK;
+}
+
+rmaop_status rma__win_make(rmaop_ctx ctx, int allocate, void *user_base, size_t bytes, rmaop_win *out,
+                           void **base_out) {
+  const char *fn = allocate ? "rmaop_win_allocate" : "rmaop_win_create";
+  int shared = 0;
+  rmaop_win w = NULL;
+  rmaop_status local = check_create(ctx, fn, allocate, user_base, bytes, out, base_out, &shared);
+  if (local == RMAOP_OK)
+    local = win_struct_new(ctx, &w);
+  /* A rank's bad arguments must not leave the others inside MPI_Win_allocate. */
+  rmaop_status st = rmaop__agree(ctx, local, fn);
+  if (st == RMAOP_OK) {
+    w->shared = shared;
+    w->owns_memory = allocate;
+    st = rmaop__agree(ctx, build(w, user_base, bytes), fn);
+  }
+  if (st != RMAOP_OK) {
+    rmaop_win_free(&w);
+    return st;
+  }
+  *out = w;
+  if (base_out)
+    *base_out = w->base;
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_win_allocate(rmaop_ctx ctx, size_t bytes, rmaop_win *win, void **base) {
+  RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_win_allocate: ctx is NULL");
+  return rma__win_make(ctx, 1, NULL, bytes, win, base);
+}
+
+rmaop_status rmaop_win_create(rmaop_ctx ctx, void *base, size_t bytes, rmaop_win *win) {
+  RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_win_create: ctx is NULL");
+  return rma__win_make(ctx, 0, base, bytes, win, NULL);
+}
+
+/* ---- free ---- */
+
+void rmaop_win_free(rmaop_win *pw) {
+  if (!pw || !*pw)
+    return;
+  rmaop_win w = *pw;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) {
+    /* Destructors do not fail loudly: a failing unlock/free leaves nothing we could repair. */
+    if (w->clocked)
+      MPI_Win_unlock_all(w->cwin);
+    if (w->locked)
+      MPI_Win_unlock_all(w->win);
+    if (w->cwin_separate && w->cwin != MPI_WIN_NULL)
+      MPI_Win_free(&w->cwin);
+    rma__epoch_free(w);
+    if (w->win != MPI_WIN_NULL)
+      MPI_Win_free(&w->win);
+  }
+  if (w->local_only && w->owns_memory)
+    free(w->base);
+  free(w->sizes);
+  free(w->peer_base);
+  free(w->tp);
+  free(w->ctrl_disp);
+  free(w->out_epochs);
+  free(w->targets);
+  free(w->role);
+  free(w);
+  *pw = NULL;
+}
+
+/* ---- public access calls ---- */
+
+static rmaop_status check_access(rmaop_win w, const char *fn, const void *buf, size_t bytes, int target, size_t disp) {
+  RMAOP_REQUIRE(NULL, w != NULL, RMAOP_ERR_ARG, "%s: win is NULL", fn);
+  rmaop_ctx ctx = w->ctx;
+  RMAOP_REQUIRE(ctx, w->in_epoch, RMAOP_ERR_ARG, "%s: no epoch is open on this window (call rmaop_win_epoch_begin)",
+                fn);
+  RMAOP_REQUIRE(ctx, target >= 0 && target < w->size, RMAOP_ERR_ARG, "%s: target %d is outside [0, %d)", fn, target,
+                w->size);
+  RMAOP_REQUIRE(ctx, target == w->rank || (w->role[target] & RMA_ROLE_TARGET), RMAOP_ERR_ARG,
+                "%s: rank %d is not among the targets of the open epoch", fn, target);
+  RMAOP_REQUIRE(ctx, buf != NULL || bytes == 0, RMAOP_ERR_ARG, "%s: origin buffer is NULL with %zu bytes", fn, bytes);
+  RMAOP_REQUIRE(ctx, disp <= w->sizes[target] && bytes <= w->sizes[target] - disp, RMAOP_ERR_ARG,
+                "%s: %zu bytes at displacement %zu fall outside the window of target rank %d (%zu bytes)", fn, bytes,
+                disp, target, w->sizes[target]);
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_win_put(rmaop_win win, const void *origin, size_t bytes, int target, size_t disp) {
+  RMAOP_CHECK(check_access(win, "rmaop_win_put", origin, bytes, target, disp));
+  win->ops++;
+  win->op_bytes += bytes;
+  return rma__put(win, origin, bytes, target, disp);
+}
+
+rmaop_status rmaop_win_get(rmaop_win win, void *origin, size_t bytes, int target, size_t disp) {
+  RMAOP_CHECK(check_access(win, "rmaop_win_get", origin, bytes, target, disp));
+  win->ops++;
+  win->op_bytes += bytes;
+  if (bytes == 0)
+    return RMAOP_OK;
+  return win->tp[target]->get(win, origin, bytes, target, disp);
+}
+
+rmaop_status rmaop_win_epoch_begin(rmaop_win win, int ntargets, const int *targets, int norigins, const int *origins) {
+  RMAOP_REQUIRE(NULL, win != NULL, RMAOP_ERR_ARG, "rmaop_win_epoch_begin: win is NULL");
+  rmaop_ctx ctx = win->ctx;
+  RMAOP_REQUIRE(ctx, !win->in_epoch, RMAOP_ERR_ARG, "rmaop_win_epoch_begin: an epoch is already open on this window");
+  RMAOP_REQUIRE(ctx, ntargets >= 0 && (ntargets == 0 || targets != NULL), RMAOP_ERR_ARG,
+                "rmaop_win_epoch_begin: ntargets = %d with targets %s", ntargets, targets ? "given" : "NULL");
+  RMAOP_REQUIRE(ctx, norigins >= 0 && (norigins == 0 || origins != NULL), RMAOP_ERR_ARG,
+                "rmaop_win_epoch_begin: norigins = %d with origins %s", norigins, origins ? "given" : "NULL");
+  win->ops = win->op_bytes = 0;
+  win->t_begin = ctx->trace_on ? rmaop__wtime() : 0.0;
+  return rma__epoch_begin(win, ntargets, targets, norigins, origins, 0);
+}
+
+rmaop_status rmaop_win_epoch_end(rmaop_win win) {
+  RMAOP_REQUIRE(NULL, win != NULL, RMAOP_ERR_ARG, "rmaop_win_epoch_end: win is NULL");
+  rmaop_ctx ctx = win->ctx;
+  RMAOP_REQUIRE(ctx, win->in_epoch, RMAOP_ERR_ARG, "rmaop_win_epoch_end: no epoch is open on this window");
+  RMAOP_CHECK(rma__epoch_end(win));
+  if (ctx->trace_on)
+    rmaop__trace_record(ctx, "win", "epoch", win->transport_name, win->ops,
+                        win->ops ? (double)win->op_bytes / (double)win->ops : 0.0, rmaop__wtime() - win->t_begin);
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_win_peer_transport(rmaop_win win, int peer, rmaop_transport *transport) {
+  RMAOP_REQUIRE(NULL, win != NULL, RMAOP_ERR_ARG, "rmaop_win_peer_transport: win is NULL");
+  RMAOP_REQUIRE(win->ctx, peer >= 0 && peer < win->size, RMAOP_ERR_ARG,
+                "rmaop_win_peer_transport: peer %d is outside [0, %d)", peer, win->size);
+  RMAOP_REQUIRE(win->ctx, transport != NULL, RMAOP_ERR_ARG, "rmaop_win_peer_transport: transport (output) is NULL");
+  /* The enum has no "self": a rank reaches its own memory with a local copy, reported as the kind the
+   * window gives its node-local peers (see the report on RMAOP_TRANSPORT_SELF). */
+  *transport = peer == win->rank ? win->self_kind : win->tp[peer]->kind;
+  return RMAOP_OK;
+}
