@@ -123,8 +123,15 @@ static rmaop_status sum_begin(rmaop_op A, rmaop_vec in, rmaop_vec out, int adjoi
   rmaop_vec *tmp = adjoint ? s->tmp_model : s->tmp_data;
   for (int i = 0; i < s->n; ++i) {
     rmaop_vec o = i == 0 ? out : tmp[i - 1];
-    if (adjoint) RMAOP_CHECK(s->overlap ? rmaop_op_apply_adjoint_begin(s->ops[i], in, o) : rmaop_op_apply_adjoint(s->ops[i], in, o));
-    else RMAOP_CHECK(s->overlap ? rmaop_op_apply_begin(s->ops[i], in, o) : rmaop_op_apply(s->ops[i], in, o));
+    rmaop_status st;
+    if (adjoint) st = s->overlap ? rmaop_op_apply_adjoint_begin(s->ops[i], in, o) : rmaop_op_apply_adjoint(s->ops[i], in, o);
+    else st = s->overlap ? rmaop_op_apply_begin(s->ops[i], in, o) : rmaop_op_apply(s->ops[i], in, o);
+    if (st != RMAOP_OK) {
+      /* Leave no part half-applied: end the ones already begun (their own errors are secondary). */
+      for (int j = 0; j < i && s->overlap; ++j)
+        (void)(adjoint ? rmaop_op_apply_adjoint_end(s->ops[j]) : rmaop_op_apply_end(s->ops[j]));
+      return st;
+    }
   }
   return RMAOP_OK;
 }
@@ -159,6 +166,32 @@ static void sum_destroy(rmaop_op A) {
 
 static const rmaop__op_ops sum_ops = {sum_apply_begin, sum_apply_end, sum_adjoint_begin, sum_adjoint_end, sum_destroy};
 
+/* Appends the leaf operators below A to leaves[*n..max); returns 0 when max is exceeded. */
+static int collect_leaves(rmaop_op A, rmaop_op *leaves, int *n, int max) {
+  if (A->nparts == 0) {
+    if (*n == max) return 0;
+    leaves[(*n)++] = A;
+    return 1;
+  }
+  for (int i = 0; i < A->nparts; ++i)
+    if (!collect_leaves(A->parts[i], leaves, n, max)) return 0;
+  return 1;
+}
+
+/* The parts can be begun together when no leaf operator occurs twice (an operator has one execution
+ * state: 2 D + D must run its parts one after the other). */
+static int parts_independent(int n, const rmaop_op ops[]) {
+  enum { MAX_LEAVES = 256 };
+  rmaop_op leaves[MAX_LEAVES];
+  int nl = 0;
+  for (int i = 0; i < n; ++i)
+    if (!collect_leaves(ops[i], leaves, &nl, MAX_LEAVES)) return 0;
+  for (int i = 0; i < nl; ++i)
+    for (int j = 0; j < i; ++j)
+      if (leaves[i] == leaves[j]) return 0;
+  return 1;
+}
+
 static int same_layout(rmaop_layout a, rmaop_layout b) {
   if (a == b) return 1;
   if (a->kind != b->kind || a->global_n != b->global_n || a->ctx != b->ctx) return 0;
@@ -189,11 +222,10 @@ rmaop_status rmaop_op_create_sum(int n, const rmaop_op ops[], rmaop_op *out) {
     return st;
   }
   s->tmp_model = s->tmp_data + n;
-  s->overlap = 1;
+  s->overlap = parts_independent(n, ops);
   for (int i = 0; i < n; ++i) {
     s->ops[i] = ops[i];
     ops[i]->refs++;
-    for (int j = 0; j < i; ++j) s->overlap &= ops[j] != ops[i];
   }
   s->n = n;
   for (int i = 1; i < n && st == RMAOP_OK; ++i) {
@@ -201,6 +233,10 @@ rmaop_status rmaop_op_create_sum(int n, const rmaop_op ops[], rmaop_op *out) {
     if (st == RMAOP_OK) st = rmaop_vec_create(ops[0]->model, ops[0]->dtype, &s->tmp_model[i - 1]);
   }
   if (st == RMAOP_OK) st = rmaop__op_new(ctx, "sum", ops[0]->dtype, ops[0]->model, ops[0]->data, &sum_ops, s, out);
+  if (st == RMAOP_OK) {
+    (*out)->nparts = n;
+    (*out)->parts = s->ops;
+  }
   if (st != RMAOP_OK) {
     rmaop_op tmp = &(struct rmaop_op_s){.impl = s};
     sum_destroy(tmp);
@@ -259,6 +295,10 @@ rmaop_status rmaop_op_create_product(rmaop_op A, rmaop_op B, rmaop_op *out) {
   p->B = B;
   A->refs++;
   B->refs++;
+  (*out)->own_parts[0] = A;
+  (*out)->own_parts[1] = B;
+  (*out)->nparts = 2;
+  (*out)->parts = (*out)->own_parts;
   return RMAOP_OK;
 }
 
@@ -309,9 +349,15 @@ rmaop_status rmaop_op_create_scaled(rmaop_op A, double _Complex alpha, rmaop_op 
   s->A = A;
   s->alpha = alpha;
   rmaop_status st = rmaop__op_new(A->ctx, "scaled", A->dtype, A->model, A->data, &scaled_ops, s, out);
-  if (st != RMAOP_OK) free(s);
-  else A->refs++;
-  return st;
+  if (st != RMAOP_OK) {
+    free(s);
+    return st;
+  }
+  A->refs++;
+  (*out)->own_parts[0] = A;
+  (*out)->nparts = 1;
+  (*out)->parts = (*out)->own_parts;
+  return RMAOP_OK;
 }
 
 /* ---- adjoint ---- */
@@ -336,6 +382,9 @@ rmaop_status rmaop_op_create_adjoint(rmaop_op A, rmaop_op *out) {
   RMAOP_REQUIRE(A->ctx, out != NULL, RMAOP_ERR_ARG, "rmaop_op_create_adjoint: result (output) is NULL");
   RMAOP_CHECK(rmaop__op_new(A->ctx, "adjoint", A->dtype, A->data, A->model, &adjoint_ops, A, out));
   A->refs++;
+  (*out)->own_parts[0] = A;
+  (*out)->nparts = 1;
+  (*out)->parts = (*out)->own_parts;
   return RMAOP_OK;
 }
 

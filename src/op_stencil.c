@@ -223,7 +223,7 @@ static void forward_rows(const stencil *s, rmaop_dtype dtype, char *x, char *y, 
     double c[NK];
     coef_row(s, g, c);
     char *yr = row_ptr(s, y, NULL, g, es);
-    row_axpy(dtype, yr, 0.0, yr, s->ninner, 0);
+    memset(yr, 0, (size_t)s->ninner * es); /* not 0 * y: y may hold NaN or -0 from before */
     for (int k = -2; k <= 2; ++k)
       if (c[k + 2] != 0.0) row_axpy(dtype, yr, c[k + 2], row_ptr(s, x, s->ghost, g + k, es), s->ninner, 1);
   }
@@ -367,8 +367,10 @@ static rmaop_status check_deriv(rmaop_ctx ctx, const char *fn, const rmaop_deriv
 static rmaop_status grid_layout(rmaop_ctx ctx, const rmaop_grid *g, rmaop_layout *rows, rmaop_layout *elems, int64_t *inner) {
   *inner = 1;
   for (int d = 1; d < g->ndim; ++d) *inner *= g->dims[d];
-  if (g->local_rows >= 0) RMAOP_CHECK(rmaop_layout_create_local(ctx, g->local_rows, rows));
-  else RMAOP_CHECK(rmaop_layout_create(ctx, RMAOP_LAYOUT_SCATTER, g->dims[0], rows));
+  /* -1 takes this rank's balanced share; every rank then enters the same collective, so a mix of -1 and
+   * explicit sizes is checked (they must add up to dims[0]) instead of hanging. */
+  const int64_t P = ctx->size, share = g->dims[0] / P + (ctx->rank < g->dims[0] % P);
+  RMAOP_CHECK(rmaop_layout_create_local(ctx, g->local_rows >= 0 ? g->local_rows : share, rows));
   rmaop_status st = RMAOP_OK;
   if ((*rows)->global_n != g->dims[0])
     st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "grid: the ranks' local_rows add up to %lld, not dims[0] = %lld",

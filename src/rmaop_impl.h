@@ -240,6 +240,11 @@ struct rmaop_op_s {
   const rmaop__op_ops *ops;
   void *impl;
   int active;               /* 0 idle, 1 forward, 2 adjoint */
+  /* Composites: the operators they apply (borrowed; the impl holds the references). A sum begins its
+   * parts together only when no leaf operator occurs twice below it. */
+  int nparts;
+  rmaop_op *parts;
+  rmaop_op own_parts[2];
 };
 
 /* A new operator with its layouts retained; impl and ops set by the caller. */

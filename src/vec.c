@@ -252,11 +252,18 @@ static rmaop_status mdot_local(int n, const rmaop_vec x[], const rmaop_vec y[], 
     snprintf(xn, sizeof xn, "x[%d]", k);
     snprintf(yn, sizeof yn, "y[%d]", k);
     RMAOP_CHECK(check_pair("rmaop_vec_mdot", xn, x[k], yn, y[k]));
-    RMAOP_REQUIRE(ctx, x[k]->ctx == ctx && x[k]->layout->kind == x[0]->layout->kind, RMAOP_ERR_ARG,
-                  "rmaop_vec_mdot: %s does not share the context and layout kind of x[0]", xn);
+    RMAOP_REQUIRE(ctx, x[k]->ctx == ctx, RMAOP_ERR_ARG, "rmaop_vec_mdot: %s belongs to another context than x[0]", xn);
     local_dot(x[k], y[k], partials + 2 * k);
   }
-  *local_only = n > 0 && x[0]->layout->kind == RMAOP_LAYOUT_BROADCAST;
+  /* Pairs may mix layout kinds. Every rank holds a BROADCAST pair whole: only rank 0 contributes its
+   * dot to the sum, so the reduction serves both kinds at once. All BROADCAST: no communication. */
+  int all_broadcast = 1;
+  for (int k = 0; k < n; ++k) {
+    if (x[k]->layout->kind != RMAOP_LAYOUT_BROADCAST) all_broadcast = 0;
+  }
+  for (int k = 0; k < n && !all_broadcast; ++k)
+    if (x[k]->layout->kind == RMAOP_LAYOUT_BROADCAST && ctx->rank != 0) partials[2 * k] = partials[2 * k + 1] = 0.0;
+  *local_only = all_broadcast;
   return RMAOP_OK;
 }
 

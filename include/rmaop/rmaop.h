@@ -311,7 +311,11 @@ void rmaop_win_free(rmaop_win *win);
 typedef struct rmaop_op_s *rmaop_op;
 
 /**
- * y = A x. Collective (neighbor-collective for stencils). @p x lives on the model layout, @p y on the data
+ * y = A x. Collective (neighbor-collective for stencils). Arguments are checked on each rank without a
+ * reduction (an allreduce per application would double a latency-bound solver's cost): with bad
+ * arguments on one rank only, that rank returns RMAOP_ERR_ARG and its neighbours fail with
+ * RMAOP_ERR_TIMEOUT in rma lock mode, or wait inside MPI on the other paths. Pass the same kind of
+ * arguments on every rank. @p x lives on the model layout, @p y on the data
  * layout, both of the operator's dtype. @p x is not modified; @p y is overwritten.
  */
 rmaop_status rmaop_op_apply(rmaop_op A, rmaop_vec x, rmaop_vec y);
@@ -371,8 +375,8 @@ typedef struct {
   rmaop_grid grid;
   int naxes;                      /**< 0: the last two axes (PyLops' default (-2, -1)) */
   int axes[RMAOP_MAX_DIMS];
-  double weights[RMAOP_MAX_DIMS]; /**< per listed axis; all 0: ones */
-  double sampling[RMAOP_MAX_DIMS];/**< per listed axis; 0: one */
+  double weights[RMAOP_MAX_DIMS]; /**< per listed axis (per default axis when naxes = 0); all 0: ones */
+  double sampling[RMAOP_MAX_DIMS];/**< likewise; 0: one */
   int edge;
   rmaop_deriv_kind kind;          /**< applied on every axis (PyLops applies it to the first only) */
   rmaop_dtype dtype;
