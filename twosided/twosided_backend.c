@@ -1,0 +1,410 @@
+/* The twosided backend: plans become one MPI message per peer (Irecv/Isend pairs, persistent where
+ * the buffers are fixed), reductions are MPI_Iallreduce. It is the reference path the rma backend is
+ * compared against, so it stays simple: no window, no epoch, no transport choice.
+ *
+ * Message format: everything rank A sends to rank B in one plan execution travels as ONE message whose
+ * payload is A's send transfers to B, in A's send order. That is exactly the block the core reserved in
+ * B's receive staging (struct rmaop_plan_s: recv_peer_disp / recv_peer_count), so a receive lands
+ * straight in the staging buffer and rmaop__plan_unpack() applies it like every other backend does.
+ *
+ * Failure protocol: a rank whose MPI calls fail inside the backend's begin still sends one EMPTY
+ * message to each of its send peers and still drains its own receives. A receiver that gets fewer
+ * elements than the plan says returns RMAOP_ERR_REMOTE naming the sender, so such a failure never leaves
+ * a neighbor waiting. (Bad arguments are rejected by the core before the backend runs; a neighbor of
+ * that rank is released by the timeout.) Waits poll with the context's timeout (RMAOP_ERR_TIMEOUT)
+ * instead of blocking in MPI_Waitall. */
+#include "rmaop_impl.h"
+
+#include <sched.h>
+#include <stdio.h>
+
+/* Tags: plan messages use [TAG_PLAN_BASE, TAG_PLAN_BASE + TAG_PLAN_SPAN). Each plan gets its own tag
+ * from a per-context counter (plans are created collectively, so every rank numbers them alike); two
+ * plans in flight between the same pair of ranks therefore never match each other's messages.
+ * The span stays below 32767, the smallest MPI_TAG_UB the standard allows. */
+enum { TAG_PLAN_BASE = 0x4000, TAG_PLAN_SPAN = 0x3000 };
+
+typedef struct {
+  unsigned plan_seq; /* plans set up on this context so far */
+} ts_ctx;
+
+/* How one peer's message is described to MPI: `count` items of `type`. Counts above INT_MAX use a
+ * derived type (BigMPI's trick: a contiguous block of INT_MAX-element chunks plus the remainder). */
+typedef struct {
+  MPI_Datatype type;
+  int count;
+  int owns_type; /* type is a derived type this plan must free */
+} ts_msg;
+
+typedef struct {
+  int tag;
+  void *staging;      /* recv_total elements */
+  void *pack;         /* packed messages of peers with several transfers */
+  int64_t *pack_disp; /* [nsend_peers] element offset in pack, or -1: sent straight from src */
+  ts_msg *rmsg;       /* [nrecv_peers] */
+  ts_msg *smsg;       /* [nsend_peers] */
+  MPI_Request *req;   /* [nrecv_peers] persistent receives, [nsend_peers] sends, [nsend_peers] failure notes */
+  MPI_Status *stat;   /* [nrecv_peers + 2 nsend_peers] */
+  int *persistent;    /* [nsend_peers]: req[nrecv_peers + k] is a persistent send (from pack) */
+} ts_plan;
+
+static MPI_Datatype elem_type(rmaop_dtype dtype) {
+  switch (dtype) {
+  case RMAOP_F32:
+    return MPI_FLOAT;
+  case RMAOP_F64:
+    return MPI_DOUBLE;
+  case RMAOP_C64:
+    return MPI_C_FLOAT_COMPLEX;
+  case RMAOP_C128:
+    return MPI_C_DOUBLE_COMPLEX;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+static rmaop_status msg_make(rmaop_ctx ctx, rmaop_dtype dtype, int64_t count, ts_msg *m) {
+  MPI_Datatype elem = elem_type(dtype);
+  RMAOP_REQUIRE(ctx, elem != MPI_DATATYPE_NULL, RMAOP_ERR_INTERNAL, "twosided: invalid dtype %d", (int)dtype);
+  m->owns_type = 0;
+  if (count <= INT_MAX) {
+    m->type = elem;
+    m->count = (int)count;
+    return RMAOP_OK;
+  }
+  int64_t nchunks = count / INT_MAX, rest = count % INT_MAX;
+  RMAOP_REQUIRE(ctx, nchunks <= INT_MAX, RMAOP_ERR_ARG, "twosided: a message of %lld elements is too large for MPI",
+                (long long)count);
+  MPI_Datatype chunk, chunks, big;
+  MPI_Aint lb, extent;
+  RMAOP_CHECK_MPI(ctx, MPI_Type_get_extent(elem, &lb, &extent));
+  RMAOP_CHECK_MPI(ctx, MPI_Type_contiguous(INT_MAX, elem, &chunk));
+  RMAOP_CHECK_MPI(ctx, MPI_Type_contiguous((int)nchunks, chunk, &chunks));
+  int blocklens[2] = {1, (int)rest};
+  MPI_Aint displs[2] = {0, (MPI_Aint)(nchunks * INT_MAX) * extent};
+  MPI_Datatype types[2] = {chunks, elem};
+  int rc = MPI_Type_create_struct(rest ? 2 : 1, blocklens, displs, types, &big);
+  MPI_Type_free(&chunk);
+  MPI_Type_free(&chunks);
+  if (rc != MPI_SUCCESS)
+    return rmaop__mpi_error(ctx, rc, __FILE__, __LINE__, "MPI_Type_create_struct(large message)");
+  RMAOP_CHECK_MPI(ctx, MPI_Type_commit(&big));
+  m->type = big;
+  m->count = 1;
+  m->owns_type = 1;
+  return RMAOP_OK;
+}
+
+static void msg_free(ts_msg *m) {
+  if (m->owns_type && m->type != MPI_DATATYPE_NULL)
+    MPI_Type_free(&m->type);
+  m->owns_type = 0;
+}
+
+/* Polls until every request is complete, or the context's timeout passes. On a timeout the first
+ * `nrecv` requests (point-to-point receives from `peers[i]`; collectives cannot be cancelled) are
+ * cancelled and completed, so a persistent receive can be started again, and RMAOP_ERR_TIMEOUT names
+ * `what` and the first origin whose message never came. */
+static rmaop_status wait_all(rmaop_ctx ctx, int n, int nrecv, const int *peers, MPI_Request *req, MPI_Status *stat,
+                             const char *what) {
+  if (n == 0)
+    return RMAOP_OK;
+  double deadline = rmaop__wtime() + ctx->timeout;
+  for (unsigned spin = 0;; ++spin) {
+    int done = 0;
+    int rc = MPI_Testall(n, req, &done, stat);
+    if (rc == MPI_ERR_IN_STATUS) {
+      for (int i = 0; i < n; ++i)
+        if (stat[i].MPI_ERROR != MPI_SUCCESS && stat[i].MPI_ERROR != MPI_ERR_PENDING)
+          return rmaop__mpi_error(ctx, stat[i].MPI_ERROR, __FILE__, __LINE__, what);
+    }
+    if (rc != MPI_SUCCESS)
+      return rmaop__mpi_error(ctx, rc, __FILE__, __LINE__, what);
+    if (done)
+      return RMAOP_OK;
+    if ((spin & 63) == 63) {
+      if (rmaop__wtime() > deadline)
+        break;
+      sched_yield(); /* ranks may outnumber cores (oversubscribed tests) */
+    }
+  }
+  int missing = -1;
+  for (int i = 0; i < nrecv; ++i) {
+    if (req[i] == MPI_REQUEST_NULL)
+      continue;
+    MPI_Status cs;
+    int cancelled = 0;
+    MPI_Cancel(&req[i]);
+    MPI_Wait(&req[i], &cs); /* a cancelled receive completes locally */
+    MPI_Test_cancelled(&cs, &cancelled);
+    if (cancelled && missing < 0)
+      missing = peers ? peers[i] : -1;
+  }
+  if (missing >= 0)
+    return RMAOP_ERROR(ctx, RMAOP_ERR_TIMEOUT,
+                       "%s: no message from rank %d after %.1f s (RMAOP_TIMEOUT); did it call rmaop_plan_begin?", what,
+                       missing, ctx->timeout);
+  return RMAOP_ERROR(ctx, RMAOP_ERR_TIMEOUT,
+                     "%s: no completion after %.1f s (RMAOP_TIMEOUT); a peer is not taking part", what, ctx->timeout);
+}
+
+static rmaop_status ts_init(rmaop_ctx ctx) {
+  /* Staging, packing and rmaop__plan_unpack() work on host memory; GPU buffers need a CUDA-aware MPI
+   * check (MPIX_Query_cuda_support) and device staging first. Refuse rather than read device pointers. */
+  RMAOP_REQUIRE(ctx, ctx->memory == RMAOP_MEMORY_HOST, RMAOP_ERR_UNSUPPORTED,
+                "backend \"twosided\": memory kind \"%s\" is not supported yet (host only)",
+                rmaop_memory_name(ctx->memory));
+  ts_ctx *c = NULL;
+  RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *c, "twosided context state", (void **)&c));
+  ctx->backend_data = c;
+  return RMAOP_OK;
+}
+
+static void ts_fini(rmaop_ctx ctx) {
+  free(ctx->backend_data);
+  ctx->backend_data = NULL;
+}
+
+static void ts_plan_free(rmaop_plan plan) {
+  ts_plan *t = plan->backend_data;
+  if (!t)
+    return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && t->req) {
+    for (int i = 0; i < plan->nrecv_peers + 2 * plan->nsend_peers; ++i)
+      if (t->req[i] != MPI_REQUEST_NULL)
+        MPI_Request_free(&t->req[i]);
+  }
+  if (!finalized) {
+    for (int k = 0; t->rmsg && k < plan->nrecv_peers; ++k)
+      msg_free(&t->rmsg[k]);
+    for (int k = 0; t->smsg && k < plan->nsend_peers; ++k)
+      msg_free(&t->smsg[k]);
+  }
+  free(t->staging);
+  free(t->pack);
+  free(t->pack_disp);
+  free(t->rmsg);
+  free(t->smsg);
+  free(t->req);
+  free(t->stat);
+  free(t->persistent);
+  free(t);
+  plan->backend_data = NULL;
+}
+
+static rmaop_status ts_plan_setup(rmaop_plan plan) {
+  rmaop_ctx ctx = plan->ctx;
+  ts_ctx *c = ctx->backend_data;
+  const int nr = plan->nrecv_peers, ns = plan->nsend_peers;
+  ts_plan *t = NULL;
+  RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *t, "twosided plan", (void **)&t));
+  plan->backend_data = t;
+  /* Numbered before anything can fail, so every rank's counter stays in step. */
+  t->tag = TAG_PLAN_BASE + (int)(c->plan_seq++ % TAG_PLAN_SPAN);
+
+  rmaop_status st = RMAOP_OK;
+  const size_t n = (size_t)nr + 2 * (size_t)ns;
+  RMAOP_CHECK_GOTO(rmaop__calloc(ctx, n ? n : 1, sizeof(MPI_Request), "twosided requests", (void **)&t->req), st, err);
+  for (size_t i = 0; i < n; ++i)
+    t->req[i] = MPI_REQUEST_NULL;
+  RMAOP_CHECK_GOTO(rmaop__calloc(ctx, n ? n : 1, sizeof(MPI_Status), "twosided statuses", (void **)&t->stat), st, err);
+  RMAOP_CHECK_GOTO(rmaop__calloc(ctx, nr ? (size_t)nr : 1, sizeof(ts_msg), "twosided receive types", (void **)&t->rmsg),
+                   st, err);
+  RMAOP_CHECK_GOTO(rmaop__calloc(ctx, ns ? (size_t)ns : 1, sizeof(ts_msg), "twosided send types", (void **)&t->smsg),
+                   st, err);
+  RMAOP_CHECK_GOTO(
+      rmaop__calloc(ctx, ns ? (size_t)ns : 1, sizeof(int64_t), "twosided pack offsets", (void **)&t->pack_disp), st,
+      err);
+  RMAOP_CHECK_GOTO(rmaop__calloc(ctx, ns ? (size_t)ns : 1, sizeof(int), "twosided send kinds", (void **)&t->persistent),
+                   st, err);
+
+  /* Receive staging and one persistent receive per origin. */
+  RMAOP_CHECK_GOTO(rmaop__calloc(ctx, (size_t)plan->recv_total, plan->esize, "twosided receive staging", &t->staging),
+                   st, err);
+  for (int k = 0; k < nr; ++k) {
+    RMAOP_CHECK_GOTO(msg_make(ctx, plan->dtype, plan->recv_peer_count[k], &t->rmsg[k]), st, err);
+    void *buf = (char *)t->staging + (size_t)plan->recv_peer_disp[k] * plan->esize;
+    RMAOP_CHECK_MPI_GOTO(
+        ctx, MPI_Recv_init(buf, t->rmsg[k].count, t->rmsg[k].type, plan->recv_peers[k], t->tag, ctx->comm, &t->req[k]),
+        st, err);
+  }
+
+  /* Peers with several transfers get a slot in the pack buffer and a persistent send from it; peers
+   * with one transfer are sent straight from the user's src, whose address is known only at begin. */
+  int64_t packed = 0;
+  for (int k = 0; k < ns; ++k) {
+    int ntr = plan->send_peer_first[k + 1] - plan->send_peer_first[k];
+    t->pack_disp[k] = ntr > 1 ? packed : -1;
+    if (ntr > 1)
+      packed += plan->send_peer_count[k];
+  }
+  if (packed > 0)
+    RMAOP_CHECK_GOTO(rmaop__calloc(ctx, (size_t)packed, plan->esize, "twosided pack buffer", &t->pack), st, err);
+  for (int k = 0; k < ns; ++k) {
+    RMAOP_CHECK_GOTO(msg_make(ctx, plan->dtype, plan->send_peer_count[k], &t->smsg[k]), st, err);
+    if (t->pack_disp[k] < 0)
+      continue;
+    void *buf = (char *)t->pack + (size_t)t->pack_disp[k] * plan->esize;
+    RMAOP_CHECK_MPI_GOTO(
+        ctx,
+        MPI_Send_init(buf, t->smsg[k].count, t->smsg[k].type, plan->send_peers[k], t->tag, ctx->comm, &t->req[nr + k]),
+        st, err);
+    t->persistent[k] = 1;
+  }
+
+  int64_t send_elems = 0;
+  for (int k = 0; k < ns; ++k)
+    send_elems += plan->send_peer_count[k];
+  plan->trace_messages = (uint64_t)ns;
+  plan->trace_bytes_per_message = ns ? (double)send_elems * (double)plan->esize / ns : 0.0;
+  plan->trace_transport = "-";
+  return RMAOP_OK;
+
+err:
+  ts_plan_free(plan);
+  return st;
+}
+
+static inline void *elem_ptr(const rmaop_plan plan, const void *base, int64_t offset) {
+  return (char *)base + (size_t)offset * plan->esize;
+}
+
+/* A local failure in begin must not leave a neighbor waiting: every receive is posted (so no sender
+ * blocks), every send peer not yet served gets an empty message (so its rmaop_plan_end reports
+ * RMAOP_ERR_REMOTE naming this rank), and everything is drained before the error is returned. */
+static rmaop_status begin_failed(rmaop_plan plan, rmaop_status st, int nrecv_started, int nsend_started) {
+  rmaop_ctx ctx = plan->ctx;
+  ts_plan *t = plan->backend_data;
+  const int nr = plan->nrecv_peers, ns = plan->nsend_peers;
+  for (int k = nrecv_started; k < nr; ++k)
+    if (MPI_Start(&t->req[k]) != MPI_SUCCESS)
+      break; /* nothing better to do: the wait below times out */
+  for (int k = nsend_started; k < ns; ++k)
+    MPI_Isend(NULL, 0, MPI_BYTE, plan->send_peers[k], t->tag, ctx->comm, &t->req[nr + ns + k]);
+  char saved[sizeof ctx->last_error];
+  memcpy(saved, ctx->last_error, sizeof saved);
+  (void)wait_all(ctx, nr + 2 * ns, nr, plan->recv_peers, t->req, t->stat, "twosided plan (draining after a failure)");
+  memcpy(ctx->last_error, saved, sizeof saved); /* the first failure is the one to report */
+  return st;
+}
+
+static rmaop_status ts_plan_begin(rmaop_plan plan) {
+  rmaop_ctx ctx = plan->ctx;
+  ts_plan *t = plan->backend_data;
+  const int nr = plan->nrecv_peers, ns = plan->nsend_peers;
+  int rc = MPI_SUCCESS, k = 0;
+
+  /* Receives first, so that early senders find them posted. */
+  for (k = 0; k < nr; ++k)
+    if ((rc = MPI_Start(&t->req[k])) != MPI_SUCCESS)
+      return begin_failed(plan, rmaop__mpi_error(ctx, rc, __FILE__, __LINE__, "MPI_Start(plan receive)"), k, 0);
+
+  for (k = 0; k < ns; ++k) {
+    const int first = plan->send_peer_first[k], last = plan->send_peer_first[k + 1];
+    MPI_Request *r = &t->req[nr + k];
+    if (t->persistent[k]) {
+      int64_t at = t->pack_disp[k];
+      for (int j = first; j < last; ++j) {
+        const rmaop_transfer *tr = &plan->send[j];
+        if (tr->count > 0)
+          rmaop__host_apply(plan->dtype, elem_ptr(plan, t->pack, at), elem_ptr(plan, plan->cur_src, tr->src_offset),
+                            tr->count, RMAOP_INSERT);
+        at += tr->count;
+      }
+      rc = MPI_Start(r);
+    } else {
+      const void *buf =
+          plan->send_peer_count[k] > 0 ? elem_ptr(plan, plan->cur_src, plan->send[first].src_offset) : NULL;
+      rc = MPI_Isend(buf, t->smsg[k].count, t->smsg[k].type, plan->send_peers[k], t->tag, ctx->comm, r);
+    }
+    if (rc != MPI_SUCCESS)
+      return begin_failed(plan, rmaop__mpi_error(ctx, rc, __FILE__, __LINE__, "MPI_Isend/MPI_Start(plan send)"), nr, k);
+  }
+  return RMAOP_OK;
+}
+
+static rmaop_status ts_plan_end(rmaop_plan plan) {
+  rmaop_ctx ctx = plan->ctx;
+  ts_plan *t = plan->backend_data;
+  const int nr = plan->nrecv_peers, ns = plan->nsend_peers;
+  RMAOP_CHECK(
+      wait_all(ctx, nr + 2 * ns, nr, plan->recv_peers, t->req, t->stat, "twosided plan execution (MPI_Testall)"));
+
+  /* A short message is a peer's failure note (see begin_failed): its own message says why. */
+  for (int k = 0; k < nr; ++k) {
+    int got = 0;
+    RMAOP_CHECK_MPI(ctx, MPI_Get_count(&t->stat[k], t->rmsg[k].type, &got));
+    if (got != t->rmsg[k].count)
+      return RMAOP_ERROR(ctx, RMAOP_ERR_REMOTE,
+                         "plan \"%s\": rank %d sent %d of %d item(s) (%lld elements expected); it failed in "
+                         "rmaop_plan_begin and its message says why",
+                         plan->label ? plan->label : "plan", plan->recv_peers[k], got, t->rmsg[k].count,
+                         (long long)plan->recv_peer_count[k]);
+  }
+  return rmaop__plan_unpack(plan, t->staging, plan->cur_src, plan->cur_dst, plan->cur_mode);
+}
+
+/* ---- reductions ---------------------------------------------------------------------------------- */
+
+typedef struct {
+  MPI_Request req;
+} ts_reduce;
+
+static rmaop_status ts_reduce_begin(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op,
+                                    void **preq) {
+  RMAOP_REQUIRE_INT(ctx, count, "twosided reduction count");
+  MPI_Op mop = MPI_OP_NULL;
+  switch (op) {
+  case RMAOP_SUM:
+    mop = MPI_SUM;
+    break;
+  case RMAOP_MAX:
+    mop = MPI_MAX;
+    break;
+  case RMAOP_MIN:
+    mop = MPI_MIN;
+    break;
+  }
+  RMAOP_REQUIRE(ctx, mop != MPI_OP_NULL, RMAOP_ERR_ARG, "reduction operation %d is not SUM, MAX or MIN", (int)op);
+  ts_reduce *r = NULL;
+  RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *r, "twosided reduction request", (void **)&r));
+  /* MPI forbids aliased send and receive buffers: in == out is MPI_IN_PLACE. */
+  const void *send = (const void *)in == (const void *)out ? MPI_IN_PLACE : (const void *)in;
+  int rc = MPI_Iallreduce(send, out, (int)count, MPI_DOUBLE, mop, ctx->comm, &r->req);
+  if (rc != MPI_SUCCESS) {
+    free(r);
+    return rmaop__mpi_error(ctx, rc, __FILE__, __LINE__, "MPI_Iallreduce");
+  }
+  *preq = r;
+  return RMAOP_OK;
+}
+
+static rmaop_status ts_reduce_end(rmaop_ctx ctx, void *preq) {
+  ts_reduce *r = preq;
+  if (!r)
+    return RMAOP_OK;
+  MPI_Status stat;
+  rmaop_status st = wait_all(ctx, 1, 0, NULL, &r->req, &stat, "MPI_Iallreduce (wait)");
+  /* A timed-out collective cannot be cancelled; the request is leaked rather than freed while active. */
+  if (st != RMAOP_ERR_TIMEOUT)
+    free(r);
+  return st;
+}
+
+static const char *ts_reduce_transport(rmaop_ctx ctx) {
+  return "-";
+}
+
+const rmaop_backend rmaop__twosided_backend = {
+    .name = "twosided",
+    .init = ts_init,
+    .fini = ts_fini,
+    .plan_setup = ts_plan_setup,
+    .plan_free = ts_plan_free,
+    .plan_begin = ts_plan_begin,
+    .plan_end = ts_plan_end,
+    .reduce_begin = ts_reduce_begin,
+    .reduce_end = ts_reduce_end,
+    .reduce_transport = ts_reduce_transport,
+};
