@@ -1,0 +1,68 @@
+/* Test of the context's timeout (rmaop_ctx_options.timeout / RMAOP_TIMEOUT). Reference: rmaop.h says a
+ * wait for a peer that exceeds the timeout returns RMAOP_ERR_TIMEOUT. Rank 0 refuses to take part in a
+ * halo exchange (bad argument, rejected locally); its neighbours must come back with RMAOP_ERR_TIMEOUT
+ * after about the timeout, not hang. A watchdog turns a hang into a quick failure. Needs 2+ ranks. */
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rmaop_test.h"
+
+enum { WATCHDOG_S = 8 };
+static const double timeout_s = 0.5;
+
+static void on_alarm(int sig) {
+  static const char msg[] = "test_timeout: a rank did not return within the watchdog's 8 s: the context's "
+                            "timeout is not honoured on this path (hang)\n";
+  (void)sig;
+  ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)n;
+  _exit(3);
+}
+
+START_TEST(test_plan_peer_absent) {
+  rmaop_ctx_options o;
+  rmaop_ctx_options_init(&o);
+  o.timeout = timeout_s;
+  rmaop_ctx ctx = NULL;
+  RT_OK(rmaop_ctx_create(MPI_COMM_WORLD, &o, &ctx));
+  rmaop_transfer t[2] = {{(rt_rank + 1) % rt_size, 0, 0, 2}, {(rt_rank + rt_size - 1) % rt_size, 2, 2, 2}};
+  rmaop_plan_spec spec = {.dtype = RMAOP_F64, .src_len = 4, .dst_len = 4, .nsends = 2, .sends = t, .nrecvs = -1};
+  rmaop_plan plan = NULL;
+  RT_OK(rmaop_plan_create(ctx, &spec, &plan));
+  double src[4] = {1, 2, 3, 4}, dst[4];
+  RT_OK(rmaop_plan_execute(plan, src, dst, RMAOP_INSERT)); /* everybody in step once */
+
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_alarm;
+  sigaction(SIGALRM, &sa, NULL);
+  alarm(WATCHDOG_S);
+  double t0 = MPI_Wtime();
+  rmaop_status st = rmaop_plan_execute(plan, rt_rank == 0 ? NULL : src, dst, RMAOP_INSERT);
+  double waited = MPI_Wtime() - t0;
+  alarm(0);
+  RT_CHECK(rt_rank == 0 ? st == RMAOP_ERR_ARG : st == RMAOP_ERR_TIMEOUT, "execute -> %s after %.2f s: %s",
+           rmaop_status_string(st), waited, rmaop_ctx_last_error(NULL));
+  RT_CHECK(rt_rank == 0 || (waited >= 0.9 * timeout_s && waited < 10 * timeout_s),
+           "returned after %.2f s with a %.2f s timeout", waited, timeout_s);
+  RT_CHECK(rt_rank == 0 || strstr(rmaop_ctx_last_error(NULL), "rank 0") != NULL,
+           "the timeout message does not name the absent rank 0: %s", rmaop_ctx_last_error(NULL));
+  /* The plan is unusable now (messages of the aborted execution may be in flight); the test ends. */
+  MPI_Barrier(MPI_COMM_WORLD);
+  rmaop_plan_destroy(&plan);
+  rmaop_ctx_destroy(&ctx);
+}
+END_TEST
+
+static Suite *make_suite(void) {
+  Suite *s = suite_create("timeout");
+  TCase *tc = tcase_create("timeout");
+  tcase_add_test(tc, test_plan_peer_absent);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(int argc, char **argv) {
+  return rt_main(argc, argv, make_suite);
+}

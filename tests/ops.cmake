@@ -1,0 +1,5 @@
+# Operator and solver tests; included from tests/CMakeLists.txt (after rmaop_add_mpi_test is defined).
+# test_op: derivatives, Laplacian, block operators, composites, shell operator, dot tests, argument errors.
+# test_solver: CG and CGLS against serial PyLops recurrences (histories to 1e-10 on every backend).
+rmaop_add_mpi_test(NAME op SOURCES mpi/test_op.c NP 1 2 3 4 BACKENDS rma twosided)
+rmaop_add_mpi_test(NAME solver SOURCES mpi/test_solver.c NP 1 2 3 4 BACKENDS rma twosided)
