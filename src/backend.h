@@ -23,6 +23,9 @@ typedef struct rmaop_backend {
   rmaop_status (*reduce_begin)(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op,
                                void **req);
   rmaop_status (*reduce_end)(rmaop_ctx ctx, void *req);
+  /* Optional: the same reduction, blocking. The core uses it when the caller waits at once (rmaop_allreduce,
+   * dots, norms): MPI's blocking collectives can be much faster than their nonblocking forms. */
+  rmaop_status (*reduce)(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op);
   /* Transport name recorded in trace entries of reductions ("shm", "mpi", "-"). */
   const char *(*reduce_transport)(rmaop_ctx ctx);
 } rmaop_backend;

@@ -26,6 +26,12 @@ static void request_free(rmaop_request r) {
 
 static rmaop_status start(rmaop_request r, const double *in, rmaop_redop op) {
   rmaop_ctx ctx = r->ctx;
+  r->in = in;
+  r->op = op;
+  if (ctx->defer_next && ctx->backend->reduce) { /* the caller waits at once: one blocking call there */
+    r->deferred = 1;
+    return RMAOP_OK;
+  }
   const double t0 = rmaop__wtime();
   rmaop_status st = ctx->backend->reduce_begin(ctx, in, r->out, r->count, op, &r->backend_req);
   ctx->comm_time += rmaop__wtime() - t0;
@@ -34,39 +40,49 @@ static rmaop_status start(rmaop_request r, const double *in, rmaop_redop op) {
   return st;
 }
 
+static rmaop_status finish_copy(rmaop_request r) {
+  if (r->nresult > 0) memmove(r->result, r->buf, (size_t)r->nresult * sizeof(double));
+  return RMAOP_OK;
+}
+
 rmaop_status rmaop_allreduce_begin(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op,
                                    const char *label, rmaop_request *req) {
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_allreduce: ctx is NULL");
+  RMAOP_REQUIRE(ctx, req != NULL, RMAOP_ERR_ARG, "rmaop_allreduce: req (output) is NULL");
   rmaop_status local = RMAOP_OK;
-  if (req == NULL) local = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_allreduce: req (output) is NULL");
-  else if (count < 0) local = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_allreduce: count %lld is negative", (long long)count);
-  else if (count > 0 && (in == NULL || out == NULL))
+  if (count < 0 || count > INT_MAX - 1) {
+    local = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_allreduce: count %lld is outside [0, INT_MAX - 1]", (long long)count);
+    count = 0; /* still take part, with the flag alone */
+  } else if (count > 0 && (in == NULL || out == NULL)) {
     local = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_allreduce: %s is NULL with count %lld", in ? "out" : "in",
                         (long long)count);
-  else if (op != RMAOP_SUM && op != RMAOP_MAX && op != RMAOP_MIN)
+  } else if (op != RMAOP_SUM && op != RMAOP_MAX && op != RMAOP_MIN) {
     local = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_allreduce: op %d is not SUM, MAX or MIN", (int)op);
-  /* Ranks must agree before the backend's collective starts: a bad count on one rank would otherwise
-   * hang the others. Checked here, not per element, so the hot path (dots) uses the flagged form. */
+    op = RMAOP_SUM;
+  }
+  /* Agree before the backend's collective: a rank whose count is bad cannot know the others' count, so
+   * the failure cannot ride inside the reduction as it does for dots (whose sizes are fixed). The solvers'
+   * reductions therefore go through rmaop_vec_mdot, which needs no second collective. */
   RMAOP_CHECK(rmaop__agree(ctx, local, "rmaop_allreduce"));
-  rmaop_request r = NULL;
-  RMAOP_CHECK(request_new(ctx, label ? label : "allreduce", 0, &r));
-  r->count = count;
-  r->out = out;
-  RMAOP_CHECK(start(r, in, op));
-  *req = r;
-  return RMAOP_OK;
+  return rmaop__reduce_flagged_begin(ctx, RMAOP_OK, in, count, op, label ? label : "allreduce", 0, finish_copy, out,
+                                     (int)count, req);
 }
 
 rmaop_status rmaop_allreduce(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op,
                              const char *label) {
+  RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_allreduce: ctx is NULL");
   rmaop_request r = NULL;
-  RMAOP_CHECK(rmaop_allreduce_begin(ctx, in, out, count, op, label, &r));
+  ctx->defer_next = 1; /* waited at once: the backend may reduce blocking */
+  rmaop_status st = rmaop_allreduce_begin(ctx, in, out, count, op, label, &r);
+  ctx->defer_next = 0;
+  RMAOP_CHECK(st);
   return rmaop_request_wait(&r);
 }
 
 rmaop_status rmaop__reduce_flagged_begin(rmaop_ctx ctx, rmaop_status local, const double *partials, int64_t np,
-                                         const char *label, int local_only, rmaop_status (*finish)(rmaop_request),
-                                         void *result, int nresult, rmaop_request *req) {
+                                         rmaop_redop op, const char *label, int local_only,
+                                         rmaop_status (*finish)(rmaop_request), void *result, int nresult,
+                                         rmaop_request *req) {
   rmaop_request r = NULL;
   RMAOP_CHECK(request_new(ctx, label, np + 1, &r));
   r->has_flag = 1;
@@ -76,13 +92,14 @@ rmaop_status rmaop__reduce_flagged_begin(rmaop_ctx ctx, rmaop_status local, cons
   r->nresult = nresult;
   if (local == RMAOP_OK) memcpy(r->buf, partials, (size_t)np * sizeof(double));
   else memset(r->buf, 0, (size_t)np * sizeof(double));
-  r->buf[np] = local != RMAOP_OK;
+  /* The flag counts failed ranks under SUM and MAX; under MIN it is negative. */
+  r->buf[np] = local == RMAOP_OK ? 0.0 : op == RMAOP_MIN ? -1.0 : 1.0;
   if (local_only) { /* every rank holds the whole data: the partials are the result */
     *req = r;
     return RMAOP_OK;
   }
   /* The backend reduces in place: in == out is allowed by the table's contract. */
-  RMAOP_CHECK(start(r, r->buf, RMAOP_SUM));
+  RMAOP_CHECK(start(r, r->buf, op));
   *req = r;
   return RMAOP_OK;
 }
@@ -93,17 +110,17 @@ rmaop_status rmaop_request_wait(rmaop_request *preq) {
   rmaop_ctx ctx = r->ctx;
   rmaop_status st = RMAOP_OK;
   const double t0 = rmaop__wtime();
-  if (r->started) st = ctx->backend->reduce_end(ctx, r->backend_req);
+  if (r->deferred) st = ctx->backend->reduce(ctx, r->in, r->out, r->count, r->op);
+  else if (r->started) st = ctx->backend->reduce_end(ctx, r->backend_req);
   ctx->comm_time += rmaop__wtime() - t0;
   *preq = NULL;
-  if (st == RMAOP_OK && ctx->trace_on && r->started)
+  if (st == RMAOP_OK && ctx->trace_on && (r->started || r->deferred))
     rmaop__trace_record(ctx, r->label, "reduce", ctx->backend->reduce_transport(ctx), (uint64_t)(ctx->size - 1),
                         (double)(r->count * (int64_t)sizeof(double)), rmaop__wtime() - r->t_begin);
   if (st == RMAOP_OK && r->has_flag) {
     if (r->local != RMAOP_OK) st = r->local; /* message recorded when the argument was checked */
-    else if (r->buf[r->count - 1] > 0)
-      st = RMAOP_ERROR(ctx, RMAOP_ERR_REMOTE, "%s: bad arguments on %.0f other rank(s); their messages say why",
-                       r->label, r->buf[r->count - 1]);
+    else if (r->buf[r->count - 1] != 0.0)
+      st = RMAOP_ERROR(ctx, RMAOP_ERR_REMOTE, "%s: bad arguments on another rank; its message says why", r->label);
     else if (r->finish) st = r->finish(r);
   }
   request_free(r);

@@ -118,6 +118,7 @@ struct rmaop_ctx_s {
   int trace_on;
   rmaop__trace_rec *trace;
   double comm_time;       /* seconds spent inside plan begin/end and reduction begin/wait calls */
+  int defer_next;         /* set by blocking callers: the next reduction may run blocking at its wait */
   char last_error[1024];
 };
 
@@ -192,6 +193,9 @@ struct rmaop_request_s {
   rmaop_ctx ctx;
   void *backend_req;       /* from backend->reduce_begin */
   int started;             /* backend->reduce_begin succeeded: reduce_end is owed */
+  int deferred;            /* blocking caller: the backend's blocking reduce runs at the wait */
+  const double *in;        /* deferred: the input and operation */
+  rmaop_redop op;
   double *buf;             /* reduction buffer owned by the request (may be NULL) */
   double *out;             /* where the reduced doubles go */
   int64_t count;
@@ -207,13 +211,14 @@ struct rmaop_request_s {
 
 /* ---- reductions (src/reduce.c) ----------------------------------------------------------------- */
 
-/* Starts a SUM reduction of `np` partial doubles plus one flag that counts the ranks whose arguments
+/* Starts a reduction (`op`) of `np` partial doubles plus one flag that marks the ranks whose arguments
  * were bad (`local` != RMAOP_OK: partials are ignored, the rank still takes part so nobody hangs).
  * `local_only`: every rank holds the whole data (BROADCAST), no communication. At the wait, `finish`
  * turns the reduced doubles into the caller's results, unless a rank failed. */
 rmaop_status rmaop__reduce_flagged_begin(rmaop_ctx ctx, rmaop_status local, const double *partials, int64_t np,
-                                         const char *label, int local_only, rmaop_status (*finish)(rmaop_request),
-                                         void *out, int nout, rmaop_request *req);
+                                         rmaop_redop op, const char *label, int local_only,
+                                         rmaop_status (*finish)(rmaop_request), void *out, int nout,
+                                         rmaop_request *req);
 
 /* ---- plan helpers used by backends ------------------------------------------------------------- */
 

@@ -276,15 +276,19 @@ rmaop_status rmaop_vec_mdot_begin(int n, const rmaop_vec x[], const rmaop_vec y[
   if (2 * (int64_t)n > 16) RMAOP_CHECK(rmaop__malloc(ctx, 2 * (size_t)n * sizeof(double), "mdot partials", (void **)&partials));
   int local_only = 0;
   rmaop_status local = mdot_local(n, x, y, r, partials, &local_only);
-  rmaop_status st = rmaop__reduce_flagged_begin(ctx, local, partials, 2 * (int64_t)n, n == 1 ? "dot" : "mdot",
-                                                local_only, finish_dots, r, n, req);
+  rmaop_status st = rmaop__reduce_flagged_begin(ctx, local, partials, 2 * (int64_t)n, RMAOP_SUM,
+                                                n == 1 ? "dot" : "mdot", local_only, finish_dots, r, n, req);
   if (partials != stackbuf) free(partials);
   return st;
 }
 
 rmaop_status rmaop_vec_mdot(int n, const rmaop_vec x[], const rmaop_vec y[], double _Complex r[]) {
   rmaop_request req = NULL;
-  RMAOP_CHECK(rmaop_vec_mdot_begin(n, x, y, r, &req));
+  rmaop_ctx ctx = first_ctx(n, x, y);
+  if (ctx) ctx->defer_next = 1; /* waited at once: the backend may reduce blocking */
+  rmaop_status st = rmaop_vec_mdot_begin(n, x, y, r, &req);
+  if (ctx) ctx->defer_next = 0;
+  RMAOP_CHECK(st);
   return rmaop_request_wait(&req);
 }
 
@@ -299,8 +303,11 @@ rmaop_status rmaop_vec_norm2(rmaop_vec x, double *r) {
   if (r == NULL) local = RMAOP_ERROR(x->ctx, RMAOP_ERR_ARG, "rmaop_vec_norm2: result r is NULL");
   else local_dot(x, x, part);
   rmaop_request req = NULL;
-  RMAOP_CHECK(rmaop__reduce_flagged_begin(x->ctx, local, part, 1, "norm2", x->layout->kind == RMAOP_LAYOUT_BROADCAST,
-                                          finish_norm, r, 1, &req));
+  x->ctx->defer_next = 1; /* waited at once: the backend may reduce blocking */
+  rmaop_status st = rmaop__reduce_flagged_begin(x->ctx, local, part, 1, RMAOP_SUM, "norm2",
+                                                x->layout->kind == RMAOP_LAYOUT_BROADCAST, finish_norm, r, 1, &req);
+  x->ctx->defer_next = 0;
+  RMAOP_CHECK(st);
   return rmaop_request_wait(&req);
 }
 

@@ -351,21 +351,14 @@ typedef struct {
   MPI_Request req;
 } ts_reduce;
 
+static MPI_Op mpi_op(rmaop_redop op) {
+  return op == RMAOP_SUM ? MPI_SUM : op == RMAOP_MAX ? MPI_MAX : op == RMAOP_MIN ? MPI_MIN : MPI_OP_NULL;
+}
+
 static rmaop_status ts_reduce_begin(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op,
                                     void **preq) {
   RMAOP_REQUIRE_INT(ctx, count, "twosided reduction count");
-  MPI_Op mop = MPI_OP_NULL;
-  switch (op) {
-  case RMAOP_SUM:
-    mop = MPI_SUM;
-    break;
-  case RMAOP_MAX:
-    mop = MPI_MAX;
-    break;
-  case RMAOP_MIN:
-    mop = MPI_MIN;
-    break;
-  }
+  const MPI_Op mop = mpi_op(op);
   RMAOP_REQUIRE(ctx, mop != MPI_OP_NULL, RMAOP_ERR_ARG, "reduction operation %d is not SUM, MAX or MIN", (int)op);
   ts_reduce *r = NULL;
   RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *r, "twosided reduction request", (void **)&r));
@@ -377,6 +370,18 @@ static rmaop_status ts_reduce_begin(rmaop_ctx ctx, const double *in, double *out
     return rmaop__mpi_error(ctx, rc, __FILE__, __LINE__, "MPI_Iallreduce");
   }
   *preq = r;
+  return RMAOP_OK;
+}
+
+/* Blocking form: Open MPI's MPI_Allreduce is several times faster than MPI_Iallreduce + wait at small
+ * counts (docs/PERFORMANCE.md), and a two-sided baseline should be what a user would write. It cannot
+ * time out: MPI's blocking collectives wait inside MPI (rmaop.h, options.timeout). */
+static rmaop_status ts_reduce_blocking(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op) {
+  RMAOP_REQUIRE_INT(ctx, count, "twosided reduction count");
+  const MPI_Op mop = mpi_op(op);
+  RMAOP_REQUIRE(ctx, mop != MPI_OP_NULL, RMAOP_ERR_ARG, "reduction operation %d is not SUM, MAX or MIN", (int)op);
+  const void *send = (const void *)in == (const void *)out ? MPI_IN_PLACE : (const void *)in;
+  RMAOP_CHECK_MPI(ctx, MPI_Allreduce(send, out, (int)count, MPI_DOUBLE, mop, ctx->comm));
   return RMAOP_OK;
 }
 
@@ -406,5 +411,6 @@ const rmaop_backend rmaop__twosided_backend = {
     .plan_end = ts_plan_end,
     .reduce_begin = ts_reduce_begin,
     .reduce_end = ts_reduce_end,
+    .reduce = ts_reduce_blocking,
     .reduce_transport = ts_reduce_transport,
 };

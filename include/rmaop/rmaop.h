@@ -130,7 +130,8 @@ const char *rmaop_backends_available(void);
 
 /**
  * Reduces @p count doubles from every rank into @p out on every rank (identical on all ranks),
- * through the context's backend. Collective. @p in and @p out may alias. @p label names the trace site
+ * through the context's backend. Collective. The ranks first agree that their arguments are valid (one
+ * extra small allreduce); the vector reductions (rmaop_vec_dot, _mdot, _norm2) need no such step. @p in and @p out may alias. @p label names the trace site
  * (NULL: "allreduce"). Host memory buffers.
  */
 rmaop_status rmaop_allreduce(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op,
