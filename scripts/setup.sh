@@ -1,0 +1,106 @@
+# shellcheck shell=bash
+# Shared set-up of scripts/test.sh and scripts/demo.sh. Source it; do not run it.
+#
+#   rmaop_setup_env      cd to the repo root, set RMAOP_ROOT, BUILD_DIR, JOBS, MPI-as-root variables
+#   rmaop_setup_packages install missing Debian packages (as root) or print the apt-get command and fail
+#   rmaop_build          configure and build into $BUILD_DIR
+#   rmaop_mpiexec_flags  print the mpiexec flags this machine needs (one per line)
+#
+# Variables read: BUILD_DIR (default build), CMAKE_BUILD_TYPE (default RelWithDebInfo), CMAKE_ARGS (extra
+# configure arguments, word-split), JOBS (default nproc), RMAOP_SKIP_PACKAGES=1 (do not check packages).
+
+# Debian bookworm packages the CPU build and tests need.
+RMAOP_DEB_PACKAGES=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin check)
+
+rmaop_log() { printf '%s: %s\n' "${RMAOP_SCRIPT:-rmaop}" "$*" >&2; }
+rmaop_die() {
+  rmaop_log "error: $*"
+  exit 1
+}
+
+rmaop_setup_env() {
+  RMAOP_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  cd "$RMAOP_ROOT" || rmaop_die "cannot cd to $RMAOP_ROOT"
+  BUILD_DIR="${BUILD_DIR:-build}"
+  case "$BUILD_DIR" in
+  /*) ;;
+  *) BUILD_DIR="$RMAOP_ROOT/$BUILD_DIR" ;;
+  esac
+  JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+  export RMAOP_ROOT BUILD_DIR JOBS
+  # Open MPI refuses to start as root unless told; CI containers run as root.
+  if [ "$(id -u)" -eq 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  fi
+  # CI containers often forbid process_vm_readv (Docker's default seccomp profile), which Open MPI's
+  # shared-memory BTL uses for single-copy transfers of large messages ("Read -1, expected ..., errno = 1").
+  # In CI only, and unless the caller chose otherwise, copy through the shared-memory FIFOs instead.
+  if [ "${CI:-}" = true ]; then
+    export OMPI_MCA_btl_vader_single_copy_mechanism="${OMPI_MCA_btl_vader_single_copy_mechanism:-none}"
+  fi
+}
+
+# Prints the packages of RMAOP_DEB_PACKAGES that dpkg does not report as installed.
+rmaop_missing_packages() {
+  local p status
+  for p in "${RMAOP_DEB_PACKAGES[@]}"; do
+    status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
+    if [ "$status" != "install ok installed" ]; then
+      printf '%s\n' "$p"
+    fi
+  done
+}
+
+rmaop_setup_packages() {
+  if [ "${RMAOP_SKIP_PACKAGES:-0}" = 1 ]; then
+    return 0
+  fi
+  if ! command -v dpkg-query >/dev/null 2>&1; then
+    # Not Debian: check the tools themselves and say what is missing.
+    local tool missing=()
+    for tool in cc cmake pkg-config mpicc mpiexec; do
+      command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+    done
+    pkg-config --exists check 2>/dev/null || missing+=("check (pkg-config module)")
+    if [ "${#missing[@]}" -gt 0 ]; then
+      rmaop_die "missing: ${missing[*]}. Install a C compiler, CMake >= 3.20, pkg-config, an MPI (Open MPI or MPICH) and Check."
+    fi
+    return 0
+  fi
+  local missing
+  mapfile -t missing < <(rmaop_missing_packages)
+  if [ "${#missing[@]}" -eq 0 ]; then
+    return 0
+  fi
+  local cmd="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    rmaop_log "missing Debian packages: ${missing[*]}"
+    rmaop_log "install them with:  sudo sh -c '$cmd'"
+    exit 1
+  fi
+  rmaop_log "installing missing packages: ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get update -q
+  # openssh-client: Open MPI's launcher wants an rsh agent on the PATH even for a single node.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" openssh-client
+}
+
+rmaop_build() {
+  local extra=()
+  if [ -n "${CMAKE_ARGS:-}" ]; then
+    read -r -a extra <<<"$CMAKE_ARGS"
+  fi
+  rmaop_log "configuring in $BUILD_DIR"
+  cmake -S "$RMAOP_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-RelWithDebInfo}" "${extra[@]}"
+  rmaop_log "building with $JOBS jobs"
+  cmake --build "$BUILD_DIR" -j "$JOBS"
+}
+
+# mpiexec flags: allow more ranks than cores (CI has 2) and, for Open MPI, root.
+rmaop_mpiexec_flags() {
+  if mpiexec --version 2>/dev/null | grep -qi 'open mpi\|openrte'; then
+    printf '%s\n' --oversubscribe
+    if [ "$(id -u)" -eq 0 ]; then
+      printf '%s\n' --allow-run-as-root
+    fi
+  fi
+}
