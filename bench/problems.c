@@ -1,0 +1,77 @@
+/* Bench problems (issue text): float64, x_true by global index, b = A x_true. */
+#include "problems.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const bench_problem_names[] = {"deriv1d", "lap2d", "bdiag", "vstack", NULL};
+
+#define TRY(call)                          \
+  do {                                     \
+    rmaop_status s_ = (call);              \
+    if (s_ != RMAOP_OK) return s_;         \
+  } while (0)
+
+/* Fills v[i] = f(global index) on this rank's part (BROADCAST vectors hold all of it). */
+static rmaop_status fill(rmaop_vec v, double (*f)(int64_t, int64_t), int64_t n) {
+  rmaop_vec_info info;
+  double *d = NULL;
+  TRY(rmaop_vec_get_info(v, &info));
+  TRY(rmaop_vec_get_array(v, (void **)&d));
+  for (int64_t i = 0; i < info.local_n; ++i) d[i] = f(info.offset + i, n);
+  return RMAOP_OK;
+}
+
+static double x_1d(int64_t i, int64_t n) { (void)n; return sin(0.01 * (double)i) + 0.5 * cos(0.003 * (double)i); }
+static double x_2d(int64_t k, int64_t n) { return sin(0.01 * (double)(k / n)) * cos(0.02 * (double)(k % n)); }
+
+static rmaop_status finish(bench_problem *p, double (*f)(int64_t, int64_t), int64_t n) {
+  rmaop_op_info info;
+  TRY(rmaop_op_get_info(p->A, &info));
+  TRY(rmaop_vec_create(info.model, RMAOP_F64, &p->x_true));
+  TRY(rmaop_vec_create(info.data, RMAOP_F64, &p->b));
+  TRY(fill(p->x_true, f, n));
+  return rmaop_op_apply(p->A, p->x_true, p->b);
+}
+
+rmaop_status bench_problem_create(rmaop_ctx ctx, const char *name, int64_t n, bench_problem *p) {
+  memset(p, 0, sizeof *p);
+  rmaop_ctx_info ci;
+  TRY(rmaop_ctx_get_info(ctx, &ci));
+  if (strcmp(name, "deriv1d") == 0) {
+    rmaop_deriv_spec s = {.grid = {.ndim = 1, .dims = {n}, .local_rows = -1}, .axis = 0,
+                          .kind = RMAOP_DERIV_CENTERED3, .edge = 0, .sampling = 1.0, .dtype = RMAOP_F64,
+                          .label = "deriv1d.halo"};
+    TRY(rmaop_op_create_first_derivative(ctx, &s, &p->A));
+    return finish(p, x_1d, n);
+  }
+  if (strcmp(name, "lap2d") == 0) {
+    rmaop_laplacian_spec s = {.grid = {.ndim = 2, .dims = {n, n}, .local_rows = -1}, .naxes = 2, .axes = {0, 1},
+                              .weights = {1, 1}, .sampling = {1, 1}, .edge = 0, .kind = RMAOP_DERIV_CENTERED3,
+                              .dtype = RMAOP_F64, .label = "lap2d.halo"};
+    TRY(rmaop_op_create_laplacian(ctx, &s, &p->A));
+    return finish(p, x_2d, n);
+  }
+  const int is_bdiag = strcmp(name, "bdiag") == 0, is_vstack = strcmp(name, "vstack") == 0;
+  if (!is_bdiag && !is_vstack) return RMAOP_ERR_ARG;
+  double *B = malloc((size_t)(n * n) * sizeof *B);
+  if (!B) return RMAOP_ERR_NOMEM;
+  p->storage = B;
+  const int r = ci.rank;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      B[i * n + j] = is_bdiag ? 1.0 / (1.0 + (double)llabs(i - j)) + (i == j ? r + 1.0 : 0.0)
+                              : cos(0.1 * (double)(i + r * n) + 0.05 * (double)j) + (i % n == j ? 1.0 : 0.0);
+  rmaop_block blk = {.nrows = n, .ncols = n, .dense = B};
+  TRY(is_bdiag ? rmaop_op_create_blockdiag(ctx, RMAOP_F64, &blk, &p->A) : rmaop_op_create_vstack(ctx, RMAOP_F64, &blk, &p->A));
+  return finish(p, x_1d, n);
+}
+
+void bench_problem_free(bench_problem *p) {
+  rmaop_vec_destroy(&p->x_true);
+  rmaop_vec_destroy(&p->b);
+  rmaop_op_destroy(&p->A);
+  free(p->storage);
+  p->storage = NULL;
+}
