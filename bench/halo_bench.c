@@ -6,7 +6,8 @@
  * On P ranks in a ring, for every path -- the rma backend with each epoch synchronization (fence, pscw, lock)
  * over each transport (shm, mpi), the twosided backend, and plain MPI as the baseline -- it times:
  *   halo 8B    an rmaop_plan sending 1 double to the left and 1 double to the right neighbour
- *              (baseline: MPI_Irecv x2 + MPI_Isend x2 + MPI_Waitall on the same buffers)
+ *              (baselines: MPI_Irecv x2 + MPI_Isend x2 + MPI_Waitall on the same buffers, and two
+ *              MPI_Sendrecv shifts)
  *   halo 1MiB  the same with 131072 doubles (1 MiB) per neighbour
  *   reduce 8B  rmaop_allreduce of 1 double (baseline: MPI_Allreduce); its arguments are agreed first (one
  *              extra small allreduce: a bad count on one rank must not hang the others)
@@ -49,6 +50,7 @@ typedef struct {
 typedef struct {
   const char *name, *backend, *sync, *transport; /* backend NULL: plain MPI baseline or memcpy floor */
   int floor;                                     /* 1: the memcpy floor (halo tests only) */
+  int sendrecv;                                  /* baseline halo as two MPI_Sendrecv instead of Isend/Irecv */
   int64_t wrong_after;                           /* wrong values in the check after timing */
   rmaop_ctx ctx;
   MPI_Comm comm; /* the baseline's duplicate of MPI_COMM_WORLD */
@@ -69,7 +71,8 @@ static path g_paths[] = {
     {.name = "rma/pscw/mpi", .backend = "rma", .sync = "pscw", .transport = "mpi"},
     {.name = "rma/lock/mpi", .backend = "rma", .sync = "lock", .transport = "mpi"},
     {.name = "twosided", .backend = "twosided", .sync = "-", .transport = "-"},
-    {.name = "MPI baseline", .backend = NULL, .sync = "-", .transport = "-"},
+    {.name = "MPI Isend/Irecv", .backend = NULL, .sync = "-", .transport = "-"},
+    {.name = "MPI Sendrecv", .backend = NULL, .sync = "-", .transport = "-", .sendrecv = 1},
     {.name = "memcpy floor", .backend = NULL, .sync = "-", .transport = "-", .floor = 1},
 };
 enum { NPATHS = (int)(sizeof g_paths / sizeof g_paths[0]) };
@@ -126,8 +129,13 @@ static void halo_once(path *p, halo_case *h) {
     memcpy(h->dst + h->m, h->src, (size_t)h->m * sizeof(double));
     return;
   }
-  MPI_Request req[4];
   const int m = (int)h->m, left = left_of(g_rank), right = right_of(g_rank);
+  if (p->sendrecv) { /* shift left, then shift right */
+    MPI_Sendrecv(h->src, m, MPI_DOUBLE, left, 0, h->dst + m, m, MPI_DOUBLE, right, 0, p->comm, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(h->src + m, m, MPI_DOUBLE, right, 1, h->dst, m, MPI_DOUBLE, left, 1, p->comm, MPI_STATUS_IGNORE);
+    return;
+  }
+  MPI_Request req[4];
   MPI_Irecv(h->dst, m, MPI_DOUBLE, left, 1, p->comm, &req[0]);
   MPI_Irecv(h->dst + m, m, MPI_DOUBLE, right, 0, p->comm, &req[1]);
   MPI_Isend(h->src, m, MPI_DOUBLE, left, 0, p->comm, &req[2]);
@@ -403,7 +411,8 @@ static void print_table(const bench_args *a, int total_reps, const char *host, c
              p->min[T_DOT], p->wrong_after ? "  WRONG RESULTS after timing" : "");
     }
   }
-  printf("\nGB/s: 2 x 1 MiB sent per rank per exchange / median time. Halo baseline: MPI_Irecv/Isend/Waitall; "
+  printf("\nGB/s: 2 x 1 MiB sent per rank per exchange / median time. Halo baselines: MPI_Irecv/Isend/Waitall "
+         "and two MPI_Sendrecv; "
          "reduce and dot baseline: MPI_Allreduce.\n"
          "memcpy floor: the same bytes copied locally on each rank, no communication.\n");
 }

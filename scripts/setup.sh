@@ -32,12 +32,6 @@ rmaop_setup_env() {
   if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   fi
-  # CI containers often forbid process_vm_readv (Docker's default seccomp profile), which Open MPI's
-  # shared-memory BTL uses for single-copy transfers of large messages ("Read -1, expected ..., errno = 1").
-  # In CI only, and unless the caller chose otherwise, copy through the shared-memory FIFOs instead.
-  if [ "${CI:-}" = true ]; then
-    export OMPI_MCA_btl_vader_single_copy_mechanism="${OMPI_MCA_btl_vader_single_copy_mechanism:-none}"
-  fi
 }
 
 # Prints the packages of RMAOP_DEB_PACKAGES that dpkg does not report as installed.
