@@ -18,6 +18,9 @@ typedef struct {
   rmaop_deriv_kind kind;
   int edge;
   double h;
+  double scale;           /* every coefficient is multiplied by it (a Laplacian's weight) */
+  int accumulate;         /* 1: add into the output (a later part of a fused sum); 0: overwrite it */
+  rmaop_dtype dtype;
   int64_t N;              /* rows along the axis (global) */
   int64_t off, n;         /* this rank's rows along the axis (0, N when not distributed) */
   int64_t nouter, ninner;
@@ -75,6 +78,7 @@ static void coef_row(const stencil *s, int64_t g, double c[NK]) {
     }
   }
 #undef C
+  for (int k = 0; k < NK; ++k) c[k] *= s->scale;
 }
 
 /* Interior range, interior coefficients and reaches; halo widths cover the edge stencils too. */
@@ -163,28 +167,31 @@ static terms interior_terms(const stencil *s, int sign) {
   return t;
 }
 
-/* y[i] = sum_t c_t x[i + o_t] for i in [0, len). */
-static void flat_stencil(rmaop_dtype dtype, const terms *t, const void *xv, void *yv, int64_t len) {
+/* y[i] (=|+=) sum_t c_t x[i + o_t] for i in [0, len). Specialized on the number of terms and on the
+ * mode, so every variant is a plain loop the compiler vectorizes. */
+#define FLAT_LOOP(expr)                                        \
+  do {                                                         \
+    if (acc) for (int64_t i = 0; i < len; ++i) y[i] += (expr); \
+    else for (int64_t i = 0; i < len; ++i) y[i] = (expr);      \
+  } while (0)
+
+static void flat_stencil(rmaop_dtype dtype, const terms *t, const void *xv, void *yv, int64_t len, int acc) {
   FOR_TYPES(dtype, {
     const T *x = xv;
     T *y = yv;
     const R c0 = (R)t->c[0], c1 = (R)t->c[1], c2 = (R)t->c[2], c3 = (R)t->c[3], c4 = (R)t->c[4];
     const int64_t o0 = t->o[0], o1 = t->o[1], o2 = t->o[2], o3 = t->o[3], o4 = t->o[4];
     switch (t->nk) {
-    case 0: for (int64_t i = 0; i < len; ++i) y[i] = 0; break;
-    case 1: for (int64_t i = 0; i < len; ++i) y[i] = c0 * x[i + o0]; break;
-    case 2: for (int64_t i = 0; i < len; ++i) y[i] = c0 * x[i + o0] + c1 * x[i + o1]; break;
-    case 3: for (int64_t i = 0; i < len; ++i) y[i] = c0 * x[i + o0] + c1 * x[i + o1] + c2 * x[i + o2]; break;
-    case 4:
-      for (int64_t i = 0; i < len; ++i) y[i] = c0 * x[i + o0] + c1 * x[i + o1] + c2 * x[i + o2] + c3 * x[i + o3];
-      break;
-    default:
-      for (int64_t i = 0; i < len; ++i)
-        y[i] = c0 * x[i + o0] + c1 * x[i + o1] + c2 * x[i + o2] + c3 * x[i + o3] + c4 * x[i + o4];
-      break;
+    case 0: FLAT_LOOP((T)0); break;
+    case 1: FLAT_LOOP(c0 * x[i + o0]); break;
+    case 2: FLAT_LOOP(c0 * x[i + o0] + c1 * x[i + o1]); break;
+    case 3: FLAT_LOOP(c0 * x[i + o0] + c1 * x[i + o1] + c2 * x[i + o2]); break;
+    case 4: FLAT_LOOP(c0 * x[i + o0] + c1 * x[i + o1] + c2 * x[i + o2] + c3 * x[i + o3]); break;
+    default: FLAT_LOOP(c0 * x[i + o0] + c1 * x[i + o1] + c2 * x[i + o2] + c3 * x[i + o3] + c4 * x[i + o4]); break;
     }
   });
 }
+#undef FLAT_LOOP
 
 /* dst[0..w) (=|+=) c * src[0..w). */
 static void row_axpy(rmaop_dtype dtype, void *dv, double c, const void *sv, int64_t w, int accumulate) {
@@ -223,7 +230,7 @@ static void forward_rows(const stencil *s, rmaop_dtype dtype, char *x, char *y, 
     double c[NK];
     coef_row(s, g, c);
     char *yr = row_ptr(s, y, NULL, g, es);
-    memset(yr, 0, (size_t)s->ninner * es); /* not 0 * y: y may hold NaN or -0 from before */
+    if (!s->accumulate) memset(yr, 0, (size_t)s->ninner * es); /* not 0 * y: y may hold NaN or -0 */
     for (int k = -2; k <= 2; ++k)
       if (c[k + 2] != 0.0) row_axpy(dtype, yr, c[k + 2], row_ptr(s, x, s->ghost, g + k, es), s->ninner, 1);
   }
@@ -244,45 +251,45 @@ static void adjoint_rows(const stencil *s, rmaop_dtype dtype, char *y, char *x, 
   }
 }
 
-static rmaop_status stencil_apply_begin(rmaop_op A, rmaop_vec xv, rmaop_vec yv) {
-  stencil *s = A->impl;
+/* Forward, first half: start the halo, compute the rows that need no ghost (all rows of a local axis). */
+static rmaop_status st_forward_begin(stencil *s, rmaop_vec xv, rmaop_vec yv) {
   s->in = xv;
   s->out = yv;
   if (s->distributed) RMAOP_CHECK(rmaop_plan_begin(s->halo, xv->data, s->ghost, RMAOP_INSERT));
-  const size_t es = rmaop_dtype_size(A->dtype);
+  const size_t es = rmaop_dtype_size(s->dtype);
   const fast_range f = fast_rows(s);
   const terms t = interior_terms(s, 1);
   for (int64_t o = 0; o < s->nouter; ++o) {
     char *x = (char *)xv->data + (size_t)(o * s->n * s->ninner) * es, *y = (char *)yv->data + (size_t)(o * s->n * s->ninner) * es;
-    flat_stencil(A->dtype, &t, x + (size_t)((f.flo - s->off) * s->ninner) * es, y + (size_t)((f.flo - s->off) * s->ninner) * es,
-                 (f.fhi - f.flo) * s->ninner);
+    flat_stencil(s->dtype, &t, x + (size_t)((f.flo - s->off) * s->ninner) * es,
+                 y + (size_t)((f.flo - s->off) * s->ninner) * es, (f.fhi - f.flo) * s->ninner, s->accumulate);
     if (!s->distributed) {
-      forward_rows(s, A->dtype, x, y, s->off, f.flo);
-      forward_rows(s, A->dtype, x, y, f.fhi, s->off + s->n);
+      forward_rows(s, s->dtype, x, y, s->off, f.flo);
+      forward_rows(s, s->dtype, x, y, f.fhi, s->off + s->n);
     }
   }
   return RMAOP_OK;
 }
 
-static rmaop_status stencil_apply_end(rmaop_op A) {
-  stencil *s = A->impl;
+/* Forward, second half: the rows next to rank boundaries and global edges, once the ghosts are in. */
+static rmaop_status st_forward_end(stencil *s) {
   if (!s->distributed) return RMAOP_OK;
   RMAOP_CHECK(rmaop_plan_end(s->halo));
   const fast_range f = fast_rows(s);
-  forward_rows(s, A->dtype, s->in->data, s->out->data, s->off, f.flo);
-  forward_rows(s, A->dtype, s->in->data, s->out->data, f.fhi, s->off + s->n);
+  forward_rows(s, s->dtype, s->in->data, s->out->data, s->off, f.flo);
+  forward_rows(s, s->dtype, s->in->data, s->out->data, f.fhi, s->off + s->n);
   return RMAOP_OK;
 }
 
-/* Adjoint, per block: (1) zero the rows the gather does not set and the ghost rows; (2) scatter the
- * non-interior rows (they alone reach ghost rows); (3) send the ghost contributions back (ADD) while
- * (4) the gather sets the rows fed only by interior rows and (5) the interior rows near the ends of the
- * fast range scatter into the remaining rows. Every (row, k) pair contributes exactly once. */
-static rmaop_status stencil_adjoint_begin(rmaop_op A, rmaop_vec yv, rmaop_vec xv) {
-  stencil *s = A->impl;
+/* Adjoint, per block: (1) zero the rows the gather does not set and the ghost rows (overwrite mode);
+ * (2) scatter the non-interior rows (they alone reach ghost rows); (3) send the ghost contributions back
+ * (ADD) while (4) the gather sets (or adds to) the rows fed only by interior rows and (5) the interior
+ * rows near the ends of the fast range scatter into the remaining rows. Every (row, k) pair contributes
+ * exactly once. */
+static rmaop_status st_adjoint_begin(stencil *s, rmaop_vec yv, rmaop_vec xv) {
   s->in = yv;
   s->out = xv;
-  const size_t es = rmaop_dtype_size(A->dtype);
+  const size_t es = rmaop_dtype_size(s->dtype);
   const int64_t w = s->ninner;
   const fast_range f = fast_rows(s);
   /* Gather rows: R away from the fast range's ends, so no edge row (reach up to hl/hr) scatters into them
@@ -293,37 +300,44 @@ static rmaop_status stencil_adjoint_begin(rmaop_op A, rmaop_vec yv, rmaop_vec xv
   if (s->ghost) memset(s->ghost, 0, (size_t)((s->hl + s->hr) * w) * es);
   for (int64_t o = 0; o < s->nouter; ++o) {
     char *y = (char *)yv->data + (size_t)(o * s->n * w) * es, *x = (char *)xv->data + (size_t)(o * s->n * w) * es;
-    memset(x, 0, (size_t)((jlo - s->off) * w) * es);
-    memset(x + (size_t)((jhi - s->off) * w) * es, 0, (size_t)((s->off + s->n - jhi) * w) * es);
-    adjoint_rows(s, A->dtype, y, x, s->off, f.flo, 0, 0);
-    adjoint_rows(s, A->dtype, y, x, f.fhi, s->off + s->n, 0, 0);
+    if (!s->accumulate) {
+      memset(x, 0, (size_t)((jlo - s->off) * w) * es);
+      memset(x + (size_t)((jhi - s->off) * w) * es, 0, (size_t)((s->off + s->n - jhi) * w) * es);
+    }
+    adjoint_rows(s, s->dtype, y, x, s->off, f.flo, 0, 0);
+    adjoint_rows(s, s->dtype, y, x, f.fhi, s->off + s->n, 0, 0);
   }
   if (s->distributed) RMAOP_CHECK(rmaop_plan_begin(s->halo_rev, s->ghost, xv->data, RMAOP_ADD));
   const terms t = interior_terms(s, -1);
   for (int64_t o = 0; o < s->nouter; ++o) {
     char *y = (char *)yv->data + (size_t)(o * s->n * w) * es, *x = (char *)xv->data + (size_t)(o * s->n * w) * es;
-    flat_stencil(A->dtype, &t, y + (size_t)((jlo - s->off) * w) * es, x + (size_t)((jlo - s->off) * w) * es, (jhi - jlo) * w);
+    flat_stencil(s->dtype, &t, y + (size_t)((jlo - s->off) * w) * es, x + (size_t)((jlo - s->off) * w) * es,
+                 (jhi - jlo) * w, s->accumulate);
     /* Fast rows that reach outside [jlo, jhi): within R + il of the start or R + ir of the end. */
     int64_t a1 = f.flo, b1 = f.flo + R + s->il < f.fhi ? f.flo + R + s->il : f.fhi;
     int64_t a2 = f.fhi - R - s->ir > b1 ? f.fhi - R - s->ir : b1, b2 = f.fhi;
-    adjoint_rows(s, A->dtype, y, x, a1, b1, jlo, jhi);
-    adjoint_rows(s, A->dtype, y, x, a2, b2, jlo, jhi);
+    adjoint_rows(s, s->dtype, y, x, a1, b1, jlo, jhi);
+    adjoint_rows(s, s->dtype, y, x, a2, b2, jlo, jhi);
   }
   return RMAOP_OK;
 }
 
-static rmaop_status stencil_adjoint_end(rmaop_op A) {
-  stencil *s = A->impl;
-  return s->distributed ? rmaop_plan_end(s->halo_rev) : RMAOP_OK;
-}
+static rmaop_status st_adjoint_end(stencil *s) { return s->distributed ? rmaop_plan_end(s->halo_rev) : RMAOP_OK; }
 
-static void stencil_destroy(rmaop_op A) {
-  stencil *s = A->impl;
+static void st_free(stencil *s) {
+  if (!s) return;
   rmaop_plan_destroy(&s->halo);
   rmaop_plan_destroy(&s->halo_rev);
   free(s->ghost);
   free(s);
 }
+
+static rmaop_status stencil_apply_begin(rmaop_op A, rmaop_vec x, rmaop_vec y) { return st_forward_begin(A->impl, x, y); }
+static rmaop_status stencil_apply_end(rmaop_op A) { return st_forward_end(A->impl); }
+static rmaop_status stencil_adjoint_begin(rmaop_op A, rmaop_vec y, rmaop_vec x) { return st_adjoint_begin(A->impl, y, x); }
+static rmaop_status stencil_adjoint_end(rmaop_op A) { return st_adjoint_end(A->impl); }
+
+static void stencil_destroy(rmaop_op A) { st_free(A->impl); }
 
 static const rmaop__op_ops stencil_ops = {stencil_apply_begin, stencil_apply_end, stencil_adjoint_begin,
                                           stencil_adjoint_end, stencil_destroy};
@@ -380,22 +394,16 @@ static rmaop_status grid_layout(rmaop_ctx ctx, const rmaop_grid *g, rmaop_layout
   return st;
 }
 
-static rmaop_status create_derivative(rmaop_ctx ctx, const rmaop_deriv_spec *spec, int order, rmaop_op *out) {
-  const char *fn = order == 1 ? "rmaop_op_create_first_derivative" : "rmaop_op_create_second_derivative";
-  RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "%s: ctx is NULL", fn);
-  rmaop_status st = check_deriv(ctx, fn, spec, order);
-  if (st == RMAOP_OK && out == NULL) st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: operator (output) is NULL", fn);
-  RMAOP_CHECK(rmaop__agree(ctx, st, fn));
-  rmaop_layout rows = NULL, elems = NULL;
-  int64_t inner = 1;
-  RMAOP_CHECK(grid_layout(ctx, &spec->grid, &rows, &elems, &inner));
+/* One stencil along spec->axis of a grid whose rows are split as `rows` (collective: the halo plan). */
+static rmaop_status stencil_build(rmaop_ctx ctx, const rmaop_deriv_spec *spec, int order, rmaop_layout rows,
+                                  int64_t inner, double scale, stencil **out) {
   stencil *s = NULL;
-  st = rmaop__calloc(ctx, 1, sizeof *s, "derivative", (void **)&s);
-  RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, fn), st, err);
+  rmaop_status st = rmaop__calloc(ctx, 1, sizeof *s, "derivative", (void **)&s);
+  RMAOP_CHECK(rmaop__agree(ctx, st, "derivative set-up"));
   const rmaop_grid *g = &spec->grid;
   *s = (stencil){.order = order, .kind = spec->kind, .edge = spec->edge != 0,
-                 .h = spec->sampling != 0.0 ? spec->sampling : 1.0, .N = g->dims[spec->axis],
-                 .distributed = spec->axis == 0};
+                 .h = spec->sampling != 0.0 ? spec->sampling : 1.0, .scale = scale, .dtype = spec->dtype,
+                 .N = g->dims[spec->axis], .distributed = spec->axis == 0};
   const int64_t my_rows = rows->sizes[ctx->rank];
   if (s->distributed) {
     s->off = rows->offsets[ctx->rank], s->n = my_rows, s->nouter = 1, s->ninner = inner;
@@ -408,22 +416,34 @@ static rmaop_status create_derivative(rmaop_ctx ctx, const rmaop_deriv_spec *spe
   stencil_shape(s);
   if (s->distributed) {
     st = rmaop__calloc(ctx, (size_t)((s->hl + s->hr) * inner) + 1, rmaop_dtype_size(spec->dtype), "ghost rows", &s->ghost);
-    RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, fn), st, err_impl);
-    RMAOP_CHECK_GOTO(build_halo(ctx, s, spec->dtype, rows->sizes, rows->offsets, spec->label ? spec->label : "deriv"), st, err_impl);
+    st = rmaop__agree(ctx, st, "derivative ghost rows");
+    if (st == RMAOP_OK) st = build_halo(ctx, s, spec->dtype, rows->sizes, rows->offsets, spec->label ? spec->label : "deriv");
   }
-  RMAOP_CHECK_GOTO(rmaop__op_new(ctx, order == 1 ? "first_derivative" : "second_derivative", spec->dtype, elems, elems,
-                                 &stencil_ops, s, out), st, err_impl);
+  if (st != RMAOP_OK) {
+    st_free(s);
+    return st;
+  }
+  *out = s;
+  return RMAOP_OK;
+}
+
+static rmaop_status create_derivative(rmaop_ctx ctx, const rmaop_deriv_spec *spec, int order, rmaop_op *out) {
+  const char *fn = order == 1 ? "rmaop_op_create_first_derivative" : "rmaop_op_create_second_derivative";
+  RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "%s: ctx is NULL", fn);
+  rmaop_status st = check_deriv(ctx, fn, spec, order);
+  if (st == RMAOP_OK && out == NULL) st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: operator (output) is NULL", fn);
+  RMAOP_CHECK(rmaop__agree(ctx, st, fn));
+  rmaop_layout rows = NULL, elems = NULL;
+  int64_t inner = 1;
+  RMAOP_CHECK(grid_layout(ctx, &spec->grid, &rows, &elems, &inner));
+  stencil *s = NULL;
+  st = stencil_build(ctx, spec, order, rows, inner, 1.0, &s);
+  if (st == RMAOP_OK)
+    st = rmaop__op_new(ctx, order == 1 ? "first_derivative" : "second_derivative", spec->dtype, elems, elems,
+                       &stencil_ops, s, out);
+  if (st != RMAOP_OK) st_free(s);
   rmaop_layout_destroy(&rows);
   rmaop_layout_destroy(&elems); /* the operator holds its own references */
-  return RMAOP_OK;
-err_impl:
-  rmaop_plan_destroy(&s->halo);
-  rmaop_plan_destroy(&s->halo_rev);
-  free(s->ghost);
-  free(s);
-err:
-  rmaop_layout_destroy(&rows);
-  rmaop_layout_destroy(&elems);
   return st;
 }
 
@@ -435,31 +455,100 @@ rmaop_status rmaop_op_create_second_derivative(rmaop_ctx ctx, const rmaop_deriv_
   return create_derivative(ctx, spec, 2, A);
 }
 
+/* ---- Laplacian: weighted second derivatives fused into one output ---- */
+
+/* parts[0] overwrites the output and runs whole in begin (a local axis when there is one), the others
+ * add into it; the axis-0 part's halo is in flight while the local axes compute. One pass per axis
+ * instead of a sum of scaled operators' temporaries and extra passes. */
+typedef struct {
+  int n;
+  stencil *parts[RMAOP_MAX_DIMS];
+} laplacian;
+
+static rmaop_status lap_apply_begin(rmaop_op A, rmaop_vec x, rmaop_vec y) {
+  laplacian *l = A->impl;
+  for (int i = 0; i < l->n; ++i) RMAOP_CHECK(st_forward_begin(l->parts[i], x, y));
+  return RMAOP_OK;
+}
+static rmaop_status lap_apply_end(rmaop_op A) {
+  laplacian *l = A->impl;
+  for (int i = 0; i < l->n; ++i) RMAOP_CHECK(st_forward_end(l->parts[i]));
+  return RMAOP_OK;
+}
+static rmaop_status lap_adjoint_begin(rmaop_op A, rmaop_vec y, rmaop_vec x) {
+  laplacian *l = A->impl;
+  for (int i = 0; i < l->n; ++i) RMAOP_CHECK(st_adjoint_begin(l->parts[i], y, x));
+  return RMAOP_OK;
+}
+static rmaop_status lap_adjoint_end(rmaop_op A) {
+  laplacian *l = A->impl;
+  for (int i = 0; i < l->n; ++i) RMAOP_CHECK(st_adjoint_end(l->parts[i]));
+  return RMAOP_OK;
+}
+static void lap_destroy(rmaop_op A) {
+  laplacian *l = A->impl;
+  for (int i = 0; i < l->n; ++i) st_free(l->parts[i]);
+  free(l);
+}
+static const rmaop__op_ops laplacian_ops = {lap_apply_begin, lap_apply_end, lap_adjoint_begin, lap_adjoint_end,
+                                            lap_destroy};
+
+static rmaop_status check_laplacian(rmaop_ctx ctx, const rmaop_laplacian_spec *spec, rmaop_op *A) {
+  const char *fn = "rmaop_op_create_laplacian";
+  RMAOP_REQUIRE(ctx, spec != NULL, RMAOP_ERR_ARG, "%s: spec is NULL", fn);
+  RMAOP_REQUIRE(ctx, A != NULL, RMAOP_ERR_ARG, "%s: operator (output) is NULL", fn);
+  RMAOP_REQUIRE(ctx, spec->naxes >= 0 && spec->naxes <= spec->grid.ndim && (spec->naxes > 0 || spec->grid.ndim >= 2),
+                RMAOP_ERR_ARG, "%s: naxes = %d for a %d-D grid (0 needs 2-D or more)", fn, spec->naxes, spec->grid.ndim);
+  const int naxes = spec->naxes ? spec->naxes : 2;
+  for (int i = 0; i < naxes; ++i) {
+    rmaop_deriv_spec d = {.grid = spec->grid, .axis = spec->naxes ? spec->axes[i] : spec->grid.ndim - 2 + i,
+                          .kind = spec->kind, .edge = spec->edge, .sampling = spec->sampling[i], .dtype = spec->dtype};
+    RMAOP_CHECK(check_deriv(ctx, fn, &d, 2));
+    for (int j = 0; j < i; ++j)
+      RMAOP_REQUIRE(ctx, !spec->naxes || spec->axes[j] != spec->axes[i], RMAOP_ERR_ARG, "%s: axis %d is listed twice",
+                    fn, spec->axes[i]);
+    RMAOP_REQUIRE(ctx, isfinite(spec->weights[i]), RMAOP_ERR_ARG, "%s: weights[%d] is not finite", fn, i);
+  }
+  return RMAOP_OK;
+}
+
 rmaop_status rmaop_op_create_laplacian(rmaop_ctx ctx, const rmaop_laplacian_spec *spec, rmaop_op *A) {
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_op_create_laplacian: ctx is NULL");
-  rmaop_status st = RMAOP_OK;
-  if (!spec) st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_op_create_laplacian: spec is NULL");
-  else if (!A) st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_op_create_laplacian: operator (output) is NULL");
-  else if (spec->naxes < 0 || spec->naxes > spec->grid.ndim || (spec->naxes == 0 && spec->grid.ndim < 2))
-    st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_op_create_laplacian: naxes = %d for a %d-D grid (0 needs 2-D or more)",
-                     spec->naxes, spec->grid.ndim);
-  RMAOP_CHECK(rmaop__agree(ctx, st, "rmaop_op_create_laplacian"));
+  RMAOP_CHECK(rmaop__agree(ctx, check_laplacian(ctx, spec, A), "rmaop_op_create_laplacian"));
   const int naxes = spec->naxes ? spec->naxes : 2;
   int all_zero = 1;
   for (int i = 0; i < naxes; ++i) all_zero &= spec->weights[i] == 0.0;
-  rmaop_op parts[RMAOP_MAX_DIMS] = {0};
+  rmaop_layout rows = NULL, elems = NULL;
+  int64_t inner = 1;
+  RMAOP_CHECK(grid_layout(ctx, &spec->grid, &rows, &elems, &inner));
+  laplacian *l = NULL;
+  rmaop_status st = rmaop__agree(ctx, rmaop__calloc(ctx, 1, sizeof *l, "laplacian", (void **)&l), "rmaop_op_create_laplacian");
   for (int i = 0; i < naxes && st == RMAOP_OK; ++i) {
+    const double w = all_zero ? 1.0 : spec->weights[i];
+    if (w == 0.0) continue; /* an axis with weight 0 adds nothing */
     rmaop_deriv_spec d = {.grid = spec->grid, .axis = spec->naxes ? spec->axes[i] : spec->grid.ndim - 2 + i,
-                          .kind = spec->kind, .edge = spec->edge, .sampling = spec->sampling[spec->naxes ? i : i],
+                          .kind = spec->kind, .edge = spec->edge, .sampling = spec->sampling[i],
                           .dtype = spec->dtype, .label = spec->label ? spec->label : "laplacian"};
-    rmaop_op D = NULL;
-    st = rmaop_op_create_second_derivative(ctx, &d, &D);
-    if (st == RMAOP_OK) {
-      st = rmaop_op_create_scaled(D, all_zero ? 1.0 : spec->weights[i], &parts[i]);
-      rmaop_op_destroy(&D);
-    }
+    st = stencil_build(ctx, &d, 2, rows, inner, w, &l->parts[l->n]);
+    if (st == RMAOP_OK) l->n++;
   }
-  if (st == RMAOP_OK) st = rmaop_op_create_sum(naxes, parts, A);
-  for (int i = 0; i < naxes; ++i) rmaop_op_destroy(&parts[i]);
+  if (st == RMAOP_OK) {
+    /* parts[0] overwrites: a local axis if any (it completes in begin, before the others add). */
+    for (int i = 0; i < l->n; ++i)
+      if (!l->parts[i]->distributed) {
+        stencil *t = l->parts[0];
+        l->parts[0] = l->parts[i];
+        l->parts[i] = t;
+        break;
+      }
+    for (int i = 1; i < l->n; ++i) l->parts[i]->accumulate = 1;
+    st = rmaop__op_new(ctx, "laplacian", spec->dtype, elems, elems, &laplacian_ops, l, A);
+  }
+  if (st != RMAOP_OK && l) {
+    for (int i = 0; i < l->n; ++i) st_free(l->parts[i]);
+    free(l);
+  }
+  rmaop_layout_destroy(&rows);
+  rmaop_layout_destroy(&elems);
   return st;
 }
