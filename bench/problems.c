@@ -2,6 +2,7 @@
 #include "problems.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,9 +55,20 @@ rmaop_status bench_problem_create(rmaop_ctx ctx, const char *name, int64_t n, be
     return finish(p, x_2d, n);
   }
   const int is_bdiag = strcmp(name, "bdiag") == 0, is_vstack = strcmp(name, "vstack") == 0;
-  if (!is_bdiag && !is_vstack) return RMAOP_ERR_ARG;
+  if (!is_bdiag && !is_vstack) {
+    if (ci.rank == 0) fprintf(stderr, "bench problem: unknown name \"%s\" (deriv1d, lap2d, bdiag, vstack)\n", name);
+    return RMAOP_ERR_ARG;
+  }
+  /* A dense n x n block per rank: refuse sizes whose block would not fit 8 GiB (or overflow). */
+  if (n <= 0 || n > 32768) {
+    if (ci.rank == 0) fprintf(stderr, "bench problem %s: n = %lld; a dense block needs 1 <= n <= 32768\n", name, (long long)n);
+    return RMAOP_ERR_ARG;
+  }
   double *B = malloc((size_t)(n * n) * sizeof *B);
-  if (!B) return RMAOP_ERR_NOMEM;
+  if (!B) {
+    fprintf(stderr, "bench problem %s: cannot allocate the %lld x %lld block\n", name, (long long)n, (long long)n);
+    return RMAOP_ERR_NOMEM;
+  }
   p->storage = B;
   const int r = ci.rank;
   for (int64_t i = 0; i < n; ++i)

@@ -1,0 +1,178 @@
+/* Places trace sites on the message roofline and classifies them (Ding et al., SC'23 workshops; the rules
+ * are ARCHITECTURE.md's "Roofline and bench"):
+ *   - s bytes per message and n messages per synchronization; elbow s* = L*beta/n;
+ *   - latency-bound when s < s*, bandwidth-bound when s >= s*;
+ *   - efficiency E = achieved / fitted roof of the path the site ran on; E < 0.5 overrides the side with
+ *     overhead-bound (named: synchronization or overlapped work), E < 0.1 with pathological. For a
+ *     reduction the "fitted roof" is the path's reduction fit (bytes / T_r(bytes)) when the probe made one.
+ * E is taken against the fitted roof (L + n*max(o, s/beta)), not the pure min(beta, n*s/L): the fitted roof
+ * already charges the measured per-message cost, so a site running at its path's message rate is not
+ * called overhead-bound for it. Both roofs are reported. */
+#include "roofline.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROOF_E_OVERHEAD 0.5
+#define ROOF_E_PATHOLOGICAL 0.1
+
+const char *roof_class_name(roof_class c) {
+  switch (c) {
+  case ROOF_LATENCY:
+    return "latency-bound";
+  case ROOF_BANDWIDTH:
+    return "bandwidth-bound";
+  case ROOF_OVERHEAD:
+    return "overhead-bound";
+  case ROOF_PATHOLOGICAL:
+    return "pathological";
+  case ROOF_LOCAL:
+    return "local";
+  default:
+    return "unclassified";
+  }
+}
+
+roof_class roof_classify(double bytes_per_message, double elbow, double efficiency) {
+  if (efficiency < ROOF_E_PATHOLOGICAL)
+    return ROOF_PATHOLOGICAL;
+  if (efficiency < ROOF_E_OVERHEAD)
+    return ROOF_OVERHEAD;
+  return bytes_per_message < elbow ? ROOF_LATENCY : ROOF_BANDWIDTH;
+}
+
+static double site_bytes(const roof_site *s) {
+  return s->messages * s->bytes_per_message;
+}
+
+/* Model time of the site on one path. Reductions use the path's reduction fit when the probe made one:
+ * an allreduce is not a neighbour epoch, and the plan model would miss its algorithm. */
+static double predict(const roof_site *s, const roof_path *p) {
+  if (s->messages <= 0)
+    return 0;
+  if (strcmp(s->kind, "reduce") == 0 && p->has_rfit)
+    return roof_reduce_time(&p->rfit, s->bytes_per_message);
+  return roof_time(&p->fit, s->messages, s->bytes_per_message);
+}
+
+/* A plan's trace time spans begin..end, so computation the solver overlaps in between counts as
+ * communication time: for plans that is the first suspect, then waiting for a late neighbour. */
+static const char *cause_of(const roof_site *s, roof_class c) {
+  int plan = strcmp(s->kind, "reduce") != 0;
+  if (c == ROOF_PATHOLOGICAL)
+    return plan ? "overlapped computation inside begin..end, or progress/contention (E < 0.1)"
+                : "progress or contention (E < 0.1): a rank is not progressing or cores are shared";
+  if (c != ROOF_OVERHEAD)
+    return "";
+  return plan ? "overlapped computation inside begin..end, or synchronization with a late neighbour"
+              : "synchronization: waiting for the slowest rank to arrive";
+}
+
+static const char *hint_of(const roof_site *s, const roof_path *home, roof_class c) {
+  double o = roof_o_at(&home->fit, s->messages, s->bytes_per_message);
+  switch (c) {
+  case ROOF_LATENCY:
+    if (strcmp(s->kind, "reduce") == 0)
+      return "fuse reductions (fewer, larger), or a lower-latency path";
+    if (s->messages > 1 && s->messages * o > home->fit.alpha)
+      return "coalesce small messages: the per-message cost n*o exceeds the synchronization cost";
+    return "batch more messages per synchronization, or a lower-latency path (n*L dominates)";
+  case ROOF_BANDWIDTH:
+    return "near the path's beta: only a faster path or fewer bytes help";
+  case ROOF_OVERHEAD:
+  case ROOF_PATHOLOGICAL:
+    if (strcmp(s->kind, "reduce") != 0)
+      return "compare the solver's in-call comm time with the span; if the gap is overlap, the path is not the limit";
+    return c == ROOF_OVERHEAD ? "check load balance before the reduction; compare with the model"
+                              : "check MPI progress, oversubscription (ranks > cores), contention";
+  default:
+    return "";
+  }
+}
+
+static int find_path(const roof_profile *prof, const char *name) {
+  for (int j = 0; j < prof->npaths; ++j)
+    if (strcmp(prof->paths[j].name, name) == 0)
+      return j;
+  return -1;
+}
+
+int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, roof_analysis *a) {
+  memset(a, 0, sizeof *a);
+  a->site = s;
+  a->on = calloc(prof->npaths ? (size_t)prof->npaths : 1, sizeof *a->on);
+  if (!a->on)
+    return -1;
+  a->per_call = s->calls > 0 ? s->time_total / s->calls : 0;
+  a->achieved = a->per_call > 0 ? site_bytes(s) / a->per_call : 0;
+  a->calls_per_iter = iterations > 0 ? s->calls / iterations : s->calls;
+  for (int j = 0; j < prof->npaths; ++j) {
+    const roof_path *p = &prof->paths[j];
+    double n = s->messages > 0 ? s->messages : 1;
+    a->on[j] = (roof_onpath){.path = p,
+                             .pure_bw = roof_pure_bw(&p->fit, n, s->bytes_per_message),
+                             .fitted_bw = roof_fitted_bw(&p->fit, n, s->bytes_per_message),
+                             .elbow = roof_elbow(&p->fit, n),
+                             .predicted = predict(s, p)};
+    /* A reduction's attainable rate is what the path's reduction fit allows, not one neighbour epoch's. */
+    if (strcmp(s->kind, "reduce") == 0 && p->has_rfit && a->on[j].predicted > 0)
+      a->on[j].fitted_bw = site_bytes(s) / a->on[j].predicted;
+  }
+  a->home = find_path(prof, s->path);
+  a->cause = a->hint = "";
+  if (s->messages <= 0 || s->bytes_per_message <= 0 || a->per_call <= 0) {
+    a->cls = ROOF_LOCAL; /* nothing left the rank (1 rank, or a rank without neighbours) */
+    return 0;
+  }
+  if (a->home < 0) {
+    a->cls = ROOF_UNKNOWN;
+    return 0;
+  }
+  a->efficiency = a->achieved / a->on[a->home].fitted_bw;
+  a->cls = roof_classify(s->bytes_per_message, a->on[a->home].elbow, a->efficiency);
+  a->cause = cause_of(s, a->cls);
+  a->hint = hint_of(s, &prof->paths[a->home], a->cls);
+  return 0;
+}
+
+void roof_analysis_free(roof_analysis *a) {
+  free(a->on);
+  a->on = NULL;
+}
+
+double roof_run_predicted(const roof_run *r, int j) {
+  double t = 0;
+  for (int i = 0; i < r->nsites; ++i)
+    t += r->an[i].calls_per_iter * r->an[i].on[j].predicted;
+  return t;
+}
+
+double roof_run_measured(const roof_run *r) {
+  double t = 0;
+  for (int i = 0; i < r->nsites; ++i)
+    t += r->an[i].calls_per_iter * r->an[i].per_call;
+  return t;
+}
+
+static int best_of(const roof_run *r, const roof_profile *prof, int good_only) {
+  int best = -1;
+  for (int j = 0; j < prof->npaths; ++j) {
+    if (good_only && prof->paths[j].fit.poor)
+      continue;
+    if (best < 0 || roof_run_predicted(r, j) < roof_run_predicted(r, best))
+      best = j;
+  }
+  return best;
+}
+
+/* A poor fit's prediction is not trusted: the best path is chosen among good fits, falling back to all
+ * paths only when every fit is poor (and the verdict then says so). */
+int roof_run_best(const roof_run *r, const roof_profile *prof) {
+  int best = best_of(r, prof, 1);
+  return best >= 0 ? best : best_of(r, prof, 0);
+}
+
+int roof_run_best_any(const roof_run *r, const roof_profile *prof) {
+  return best_of(r, prof, 0);
+}

@@ -1,0 +1,432 @@
+/* rmaop-roofline probe: time one synchronization epoch of n messages of m bytes on every path, and
+ * rmaop_allreduce of 1..k doubles, then fit the message-roofline model (fit.c).
+ *
+ * Pattern (documented in roofline/README.md): one rmaop_plan per point. Each rank sends n transfers of m
+ * bytes, each from its own slot of an n*m-byte source: ceil(n/2) to its right ring neighbour (rank+1) and
+ * floor(n/2) to its left one (rank-1), each into its own destination slot (receivers hold n*m bytes). With
+ * 2 ranks both neighbours are the same rank, so all n messages go to one peer. One epoch =
+ * rmaop_plan_begin + rmaop_plan_end, i.e. what a solver pays per halo exchange on that path. Distinct
+ * source slots (not one m-byte buffer sent n times) keep the cache footprint that of a real exchange,
+ * about 4*n*m bytes per rank: the cache switch then depends on n*m alone, as the fit assumes.
+ *
+ * Timing (as bench/halo_bench.c and OSU): MPI_Barrier (untimed), then MPI_Wtime around one epoch; two
+ * warm-up epochs excluded; the repetition count adapts so each point gets ~point_ms of timed work, within
+ * [min_reps, max_reps], decided from the slowest rank's warm-up so every rank runs the same count; each
+ * repetition counts as its slowest rank (MPI_MAX over ranks), and the point is the median repetition. */
+#include "tool.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef rmaop_status (*roof_op)(void *arg);
+
+typedef struct {
+  rmaop_plan plan;
+  rmaop_vec src, dst;
+} epoch_state;
+
+typedef struct {
+  rmaop_ctx ctx;
+  double in[8192], out[8192];
+  int64_t count;
+} reduce_state;
+
+static int world_rank(void) {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+void roof_msg(const char *fmt, ...) {
+  if (world_rank() != 0)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fflush(stderr);
+}
+
+/* ---- one epoch ---------------------------------------------------------------------------------------- */
+
+static void epoch_free(epoch_state *e) {
+  rmaop_plan_destroy(&e->plan);
+  rmaop_vec_destroy(&e->src);
+  rmaop_vec_destroy(&e->dst);
+}
+
+/* Vectors (not raw buffers) hold the data, so they live in the context's memory kind: the same code
+ * probes host and device memory. */
+static rmaop_status epoch_buffers(rmaop_ctx ctx, int64_t cnt, int n, epoch_state *e) {
+  rmaop_layout ls = NULL, ld = NULL;
+  rmaop_status st = rmaop_layout_create_local(ctx, cnt * n, &ls);
+  if (st == RMAOP_OK)
+    st = rmaop_layout_create_local(ctx, cnt * n, &ld);
+  /* source and destination both hold n slots of m bytes */
+  if (st == RMAOP_OK)
+    st = rmaop_vec_create(ls, RMAOP_F64, &e->src);
+  if (st == RMAOP_OK)
+    st = rmaop_vec_create(ld, RMAOP_F64, &e->dst);
+  if (st == RMAOP_OK)
+    st = rmaop_vec_set(e->src, 1.0);
+  rmaop_layout_destroy(&ls);
+  rmaop_layout_destroy(&ld);
+  return st;
+}
+
+static rmaop_status epoch_setup(rmaop_ctx ctx, int n, double m, epoch_state *e) {
+  rmaop_ctx_info ci;
+  rmaop_status st = rmaop_ctx_get_info(ctx, &ci);
+  const int64_t cnt = (int64_t)(m / 8);
+  rmaop_transfer *t = calloc((size_t)n, sizeof *t);
+  memset(e, 0, sizeof *e);
+  if (!t)
+    return RMAOP_ERR_NOMEM;
+  if (st == RMAOP_OK)
+    st = epoch_buffers(ctx, cnt, n, e);
+  const int right = (ci.rank + 1) % ci.size, left = (ci.rank + ci.size - 1) % ci.size, nright = (n + 1) / 2;
+  for (int i = 0; i < n; ++i)
+    t[i] =
+        (rmaop_transfer){.peer = i < nright ? right : left, .src_offset = i * cnt, .dst_offset = i * cnt, .count = cnt};
+  rmaop_plan_spec spec = {.dtype = RMAOP_F64,
+                          .src_len = cnt * n,
+                          .dst_len = cnt * n,
+                          .nsends = n,
+                          .sends = t,
+                          .nrecvs = -1,
+                          .label = "probe.epoch"};
+  /* Buffer allocation is local: agree on it before the collective plan creation, or a rank that ran out
+   * of memory would leave the others waiting there. */
+  int bad = st != RMAOP_OK, any = 0;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (any && st == RMAOP_OK)
+    st = RMAOP_ERR_REMOTE;
+  if (st == RMAOP_OK)
+    st = rmaop_plan_create(ctx, &spec, &e->plan); /* collective: agrees on failure */
+  free(t);
+  if (st != RMAOP_OK)
+    epoch_free(e);
+  return st;
+}
+
+static rmaop_status epoch_run(void *arg) {
+  epoch_state *e = arg;
+  void *src = NULL, *dst = NULL;
+  rmaop_status st = rmaop_vec_get_array(e->src, &src);
+  if (st == RMAOP_OK)
+    st = rmaop_vec_get_array(e->dst, &dst);
+  if (st == RMAOP_OK)
+    st = rmaop_plan_begin(e->plan, src, dst, RMAOP_INSERT);
+  if (st == RMAOP_OK)
+    st = rmaop_plan_end(e->plan);
+  return st;
+}
+
+static rmaop_status reduce_run(void *arg) {
+  reduce_state *r = arg;
+  return rmaop_allreduce(r->ctx, r->in, r->out, r->count, RMAOP_SUM, "probe.reduce");
+}
+
+/* ---- timing ------------------------------------------------------------------------------------------- */
+
+/* Median over repetitions of the slowest rank's time. Collective. Returns 0, or -1 when the operation
+ * failed on some rank. */
+static int time_op(roof_op op, void *arg, const roof_probe_options *o, double *median, int *reps_out) {
+  rmaop_status st = RMAOP_OK;
+  double warm = 0;
+  for (int w = 0; w < 2 && st == RMAOP_OK; ++w) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    st = op(arg);
+    warm = MPI_Wtime() - t0;
+  }
+  double v[2] = {st != RMAOP_OK, warm}, r[2];
+  MPI_Allreduce(v, r, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  if (r[0] > 0)
+    return -1;
+  int reps = (int)fmin(o->max_reps, fmax(o->min_reps, ceil(o->point_ms * 1e-3 / fmax(r[1], 1e-7))));
+  double *t = calloc((size_t)reps + 1, sizeof *t);
+  if (!t)
+    return -1;
+  for (int i = 0; i < reps && st == RMAOP_OK; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    st = op(arg);
+    t[i] = MPI_Wtime() - t0;
+  }
+  t[reps] = st != RMAOP_OK; /* the failure flag travels with the times */
+  MPI_Allreduce(MPI_IN_PLACE, t, reps + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  int failed = t[reps] > 0;
+  *median = roof_median(t, reps);
+  *reps_out = reps;
+  free(t);
+  return failed ? -1 : 0;
+}
+
+/* ---- the grid ----------------------------------------------------------------------------------------- */
+
+typedef struct {
+  double m[32];
+  int nm;
+  int n[8];
+  int nn;
+  double cap; /* n*m per rank */
+} grid;
+
+/* Physical memory bounds the largest epoch: each rank holds about 5 n*m bytes (source, destination, a
+ * double-buffered window or staging) and all ranks of the node share the machine. */
+static double memory_cap(double want) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+#ifdef _SC_PHYS_PAGES
+  double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+  if (phys > 0)
+    want = fmin(want, phys / 2 / (5.0 * size));
+#endif
+  return want;
+}
+
+static void make_grid(const roof_probe_options *o, grid *g) {
+  static const int quick_n[] = {1, 8, 64}, full_n[] = {1, 2, 4, 8, 16, 32, 64};
+  const double top = 64.0 * 1024 * 1024;
+  memset(g, 0, sizeof *g);
+  g->cap = memory_cap(o->max_bytes);
+  for (double m = 8; m <= fmin(top, g->cap) && g->nm < 31; m *= o->quick ? 4 : 2)
+    g->m[g->nm++] = m;
+  if (g->nm > 0 && g->m[g->nm - 1] < fmin(top, g->cap)) { /* end on the cap (64 MiB) itself */
+    double last = pow(2, floor(log2(fmin(top, g->cap))));
+    if (last > g->m[g->nm - 1])
+      g->m[g->nm++] = last;
+  }
+  g->nn = o->quick ? 3 : 7;
+  memcpy(g->n, o->quick ? quick_n : full_n, (size_t)g->nn * sizeof *g->n);
+}
+
+static int grid_points(const grid *g) {
+  int k = 0;
+  for (int i = 0; i < g->nm; ++i)
+    for (int j = 0; j < g->nn; ++j)
+      k += g->n[j] * g->m[i] <= g->cap;
+  return k;
+}
+
+/* ---- progress ----------------------------------------------------------------------------------------- */
+
+typedef struct {
+  const char *path;
+  int done, total, tty, shown;
+  double last;
+} progress;
+
+/* On a terminal the line is rewritten in place; in a log, one line every 2 s and one at the end. */
+static void progress_show(progress *p, int final) {
+  double now = MPI_Wtime();
+  if (!final && !p->tty && now - p->last < 2.0)
+    return;
+  if (final && !p->tty && p->shown == p->done)
+    return;
+  p->last = now;
+  p->shown = p->done;
+  roof_msg("%sprobe %s: %d/%d points%s", p->tty ? "\r" : "", p->path, p->done, p->total, final || !p->tty ? "\n" : "");
+}
+
+/* ---- one path ----------------------------------------------------------------------------------------- */
+
+static rmaop_status open_ctx(const char *name, const roof_probe_options *o, rmaop_ctx *ctx) {
+  char backend[16], sync[16], transport[16], memory[16], err[ROOF_ERR_MAX];
+  if (roof_path_parse(name, backend, sync, transport, memory, err, sizeof err))
+    return RMAOP_ERR_ARG;
+  rmaop_ctx_options opts;
+  rmaop_ctx_options_init(&opts);
+  opts.backend = backend;
+  opts.memory = o->memory;
+  if (strcmp(backend, "rma") == 0) {
+    opts.rma_sync = sync;
+    opts.rma_transport = transport;
+  }
+  opts.trace = 0;
+  opts.timeout = 60; /* a lost peer ends the probe with an error instead of hanging a CI job */
+  return rmaop_ctx_create(MPI_COMM_WORLD, &opts, ctx);
+}
+
+static int probe_epochs(rmaop_ctx ctx, const grid *g, const roof_probe_options *o, roof_path *p, progress *pr) {
+  p->points = calloc((size_t)grid_points(g) + 1, sizeof *p->points);
+  if (!p->points)
+    return -1;
+  for (int i = 0; i < g->nm; ++i)
+    for (int j = 0; j < g->nn; ++j) {
+      if (g->n[j] * g->m[i] > g->cap)
+        continue;
+      epoch_state e;
+      roof_point *q = &p->points[p->npoints];
+      if (epoch_setup(ctx, g->n[j], g->m[i], &e) != RMAOP_OK)
+        return -1;
+      int bad = time_op(epoch_run, &e, o, &q->t, &q->reps);
+      epoch_free(&e);
+      if (bad)
+        return -1;
+      q->n = g->n[j];
+      q->m = g->m[i];
+      ++p->npoints;
+      ++pr->done;
+      progress_show(pr, 0);
+    }
+  return 0;
+}
+
+static int probe_reduce(rmaop_ctx ctx, const roof_probe_options *o, roof_path *p) {
+  static reduce_state r; /* 128 KiB of buffers: not on the stack */
+  int64_t counts[16];
+  int nc = 0;
+  for (int64_t c = 1; c <= 4096; c *= o->quick ? 8 : 2)
+    counts[nc++] = c;
+  p->rpoints = calloc((size_t)nc, sizeof *p->rpoints);
+  if (!p->rpoints)
+    return -1;
+  r.ctx = ctx;
+  for (int i = 0; i < 8192; ++i)
+    r.in[i] = 1.0;
+  for (int i = 0; i < nc; ++i) {
+    roof_rpoint *q = &p->rpoints[i];
+    r.count = counts[i];
+    if (time_op(reduce_run, &r, o, &q->t, &q->reps))
+      return -1;
+    q->count = counts[i];
+    p->nrpoints = i + 1;
+  }
+  return 0;
+}
+
+/* Probes one path into @p p. Returns 0, or 1 when the path does not exist here (skipped, said why). */
+static int probe_path(const char *name, const grid *g, const roof_probe_options *o, roof_path *p) {
+  rmaop_ctx ctx = NULL;
+  char err[ROOF_ERR_MAX];
+  memset(p, 0, sizeof *p);
+  roof_path_parse(name, p->backend, p->sync, p->transport, p->memory, err, sizeof err);
+  snprintf(p->name, sizeof p->name, "%s", name);
+  snprintf(p->memory, sizeof p->memory, "%s", o->memory);
+  if (open_ctx(name, o, &ctx) != RMAOP_OK) {
+    roof_msg("probe %s: skipped: %s\n", name, rmaop_ctx_last_error(NULL));
+    return 1;
+  }
+  progress pr = {.path = name, .total = grid_points(g), .tty = isatty(2), .last = MPI_Wtime()};
+  int bad = probe_epochs(ctx, g, o, p, &pr);
+  if (!bad)
+    bad = probe_reduce(ctx, o, p);
+  if (bad)
+    roof_msg("%sprobe %s: skipped: %s\n", pr.tty ? "\n" : "", name, rmaop_ctx_last_error(ctx));
+  else
+    progress_show(&pr, 1);
+  rmaop_ctx_destroy(&ctx);
+  return bad ? 1 : 0;
+}
+
+/* ---- fitting and output (rank 0) ------------------------------------------------------------------------ */
+
+static int fit_path(roof_path *p) {
+  char err[ROOF_ERR_MAX];
+  if (roof_fit_plan(p->points, p->npoints, &p->fit, err, sizeof err)) {
+    roof_msg("probe %s: no fit: %s\n", p->name, err);
+    return -1;
+  }
+  p->has_rfit = roof_fit_reduce(p->rpoints, p->nrpoints, &p->rfit, err, sizeof err) == 0;
+  if (!p->has_rfit)
+    roof_msg("probe %s: no reduction fit: %s\n", p->name, err);
+  return 0;
+}
+
+static void svg_name(const char *out, char *buf, size_t len) {
+  size_t n = strlen(out);
+  if (n > 5 && strcmp(out + n - 5, ".json") == 0)
+    snprintf(buf, len, "%.*s.svg", (int)(n - 5), out);
+  else
+    snprintf(buf, len, "%s.svg", out);
+}
+
+static int write_outputs(roof_profile *prof, const char *out) {
+  char err[ROOF_ERR_MAX], svg[4096];
+  time_t now = time(NULL);
+  if (!*prof->created)
+    strftime(prof->created, sizeof prof->created, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  if (roof_profile_write(prof, out, err, sizeof err)) {
+    fprintf(stderr, "rmaop-roofline: %s\n", err);
+    return 1;
+  }
+  svg_name(out, svg, sizeof svg);
+  if (roof_svg_probe(svg, prof, err, sizeof err))
+    fprintf(stderr, "rmaop-roofline: %s\n", err);
+  roof_report_profile_table(stdout, prof);
+  printf("wrote %s and %s\n", out, svg);
+  return 0;
+}
+
+static int path_list(const roof_probe_options *o, char *buf, size_t len, char **items) {
+  const char *const *all = strcmp(o->memory, "device") == 0 ? roof_device_paths : roof_host_paths;
+  if (o->paths)
+    return roof_split(o->paths, buf, len, items, ROOF_MAX_PATHS);
+  int n = 0;
+  for (; all[n] && n < ROOF_MAX_PATHS; ++n)
+    items[n] = (char *)all[n];
+  return n;
+}
+
+int roof_probe(const roof_probe_options *o) {
+  int size = 1, rank = world_rank();
+  char buf[1024], *names[ROOF_MAX_PATHS];
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size < 2)
+    return roof_msg("rmaop-roofline probe: needs at least 2 ranks (mpiexec -n 2 ...)\n"), 2;
+  int np = path_list(o, buf, sizeof buf, names);
+  grid g;
+  make_grid(o, &g);
+  roof_profile prof = {.ranks = size, .quick = o->quick, .paths = calloc(ROOF_MAX_PATHS, sizeof(roof_path))};
+  snprintf(prof.memory, sizeof prof.memory, "%s", o->memory);
+  snprintf(prof.pattern, sizeof prof.pattern,
+           "each rank: one plan epoch of n messages of m bytes, ceil(n/2) to rank+1 and floor(n/2) to rank-1 "
+           "(one peer at 2 ranks), distinct source and destination slots; median over reps of the max over ranks");
+  if (!prof.paths)
+    return roof_msg("rmaop-roofline: out of memory\n"), 1;
+  roof_msg("probe: %d ranks, %s memory, %d paths, %d points each (n*m <= %.0f MiB)%s\n", size, o->memory, np,
+           grid_points(&g), g.cap / 1048576, o->quick ? ", quick" : "");
+  for (int i = 0; i < np; ++i) {
+    roof_path *p = &prof.paths[prof.npaths];
+    if (probe_path(names[i], &g, o, p) == 0 && (rank != 0 || fit_path(p) == 0))
+      ++prof.npaths;
+    else
+      free(p->points), free(p->rpoints);
+  }
+  int rc = 0;
+  if (rank == 0 && prof.npaths == 0)
+    rc = (fprintf(stderr, "rmaop-roofline probe: no path could be probed\n"), 1);
+  else if (rank == 0)
+    rc = write_outputs(&prof, o->out);
+  roof_profile_free(&prof);
+  MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return rc;
+}
+
+/* Fits a profile's raw medians again (after a change of the fitting rules, or to inspect one) and writes
+ * the profile and its plot. Rank 0 works; the exit status is shared. */
+int roof_refit(const char *in, const char *out) {
+  char err[ROOF_ERR_MAX];
+  int rc = 0;
+  roof_profile prof = {0};
+  if (world_rank() == 0) {
+    if (roof_profile_read(in, &prof, err, sizeof err)) {
+      fprintf(stderr, "rmaop-roofline refit: %s\n", err);
+      rc = 1;
+    }
+    for (int i = 0; !rc && i < prof.npaths; ++i)
+      if (fit_path(&prof.paths[i]))
+        rc = 1;
+    if (!rc)
+      rc = write_outputs(&prof, out);
+    roof_profile_free(&prof);
+  }
+  MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return rc;
+}

@@ -1,0 +1,401 @@
+/* Machine profiles: the probe's raw medians and the fitted model per path, as JSON (format
+ * "rmaop-roofline-profile", version 1). The reader accepts exactly what the writer produces (plus extra
+ * members, ignored) and names the file and the field of anything missing or malformed. */
+#include "roofline.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROFILE_FORMAT "rmaop-roofline-profile"
+#define PROFILE_VERSION 1
+
+const char *const roof_host_paths[] = {"rma.fence.shm", "rma.fence.mpi", "rma.pscw.shm", "rma.pscw.mpi",
+                                       "rma.lock.shm",  "rma.lock.mpi",  "twosided",     NULL};
+const char *const roof_device_paths[] = {"rma.fence.ipc", "rma.fence.mpi", "rma.pscw.ipc",
+                                         "rma.pscw.mpi",  "rma.lock.ipc",  "rma.lock.mpi",
+                                         "twosided",      "nccl",          NULL};
+
+static int in_list(const char *s, const char *const *list) {
+  for (; *list; ++list)
+    if (strcmp(s, *list) == 0)
+      return 1;
+  return 0;
+}
+
+static void known_paths(char *buf, size_t len) {
+  snprintf(buf, len, "rma.{fence,pscw,lock}.{shm,mpi,ipc}, twosided, nccl; append \".device\" for device memory");
+}
+
+int roof_path_parse(const char *name, char *backend, char *sync, char *transport, char *memory, char *err,
+                    size_t errlen) {
+  char base[ROOF_NAME_MAX], known[160];
+  const char *dev = strstr(name, ".device");
+  int is_dev = dev && strcmp(dev, ".device") == 0;
+  size_t blen = is_dev ? (size_t)(dev - name) : strlen(name);
+  known_paths(known, sizeof known);
+  if (blen >= sizeof base)
+    return roof_set_err(err, errlen, "unknown path \"%s\" (known: %s)", name, known), -1;
+  memcpy(base, name, blen);
+  base[blen] = 0;
+  if (!in_list(base, roof_host_paths) && !in_list(base, roof_device_paths))
+    return roof_set_err(err, errlen, "unknown path \"%s\" (known: %s)", name, known), -1;
+  strcpy(memory, is_dev ? "device" : "host");
+  if (strncmp(base, "rma.", 4) == 0) {
+    strcpy(backend, "rma");
+    sscanf(base + 4, "%15[^.].%15s", sync, transport);
+  } else {
+    strcpy(backend, base);
+    strcpy(sync, "-");
+    strcpy(transport, "-");
+  }
+  return 0;
+}
+
+const roof_path *roof_profile_find(const roof_profile *p, const char *name) {
+  for (int i = 0; i < p->npaths; ++i)
+    if (strcmp(p->paths[i].name, name) == 0)
+      return &p->paths[i];
+  return NULL;
+}
+
+void roof_profile_free(roof_profile *p) {
+  for (int i = 0; i < p->npaths; ++i) {
+    free(p->paths[i].points);
+    free(p->paths[i].rpoints);
+  }
+  free(p->paths);
+  memset(p, 0, sizeof *p);
+}
+
+/* ---- writing ---------------------------------------------------------------------------------------- */
+
+static void write_num(FILE *f, const char *key, double x, int comma) {
+  fprintf(f, "\"%s\": ", key);
+  json_write_number(f, x);
+  if (comma)
+    fputs(", ", f);
+}
+
+static void write_fit(FILE *f, const roof_fit *fit) {
+  fputs("\"fit\": {", f);
+  write_num(f, "alpha", fit->alpha, 1);
+  fprintf(f, "\"split_on\": \"%s\", \"pieces\": [", fit->split_bytes ? "bytes" : "m");
+  for (int i = 0; i < fit->npieces; ++i) {
+    fputs(i ? ", {" : "{", f);
+    write_num(f, "upto", fit->piece[i].upto, 1); /* the last piece's infinity is written as null */
+    write_num(f, "o", fit->piece[i].o, 1);
+    write_num(f, "beta", fit->piece[i].beta, 0);
+    fputs("}", f);
+  }
+  fputs("],\n    ", f);
+  write_num(f, "rel_median", fit->rel_median, 1);
+  write_num(f, "rel_max", fit->rel_max, 1);
+  fprintf(f, "\"npoints\": %d, \"quality\": \"%s\"},\n   ", fit->npoints, fit->poor ? "poor" : "good");
+  /* Derived numbers for people and scripts; the reader recomputes them from the fit. */
+  fputs("\"derived\": {", f);
+  write_num(f, "L", roof_latency(fit), 1);
+  write_num(f, "ceiling", roof_ceiling(fit), 1);
+  write_num(f, "elbow_n1", roof_elbow(fit, 1), 1);
+  write_num(f, "elbow_n8", roof_elbow(fit, 8), 1);
+  write_num(f, "elbow_n64", roof_elbow(fit, 64), 0);
+  fputs("},\n   ", f);
+}
+
+static void write_reduce(FILE *f, const roof_path *p) {
+  fputs(",\n   \"reduce\": {\"fit\": {", f);
+  write_num(f, "alpha", p->rfit.alpha, 1);
+  write_num(f, "beta", p->rfit.beta, 1);
+  write_num(f, "rel_median", p->rfit.rel_median, 1);
+  write_num(f, "rel_max", p->rfit.rel_max, 1);
+  fprintf(f, "\"npoints\": %d, \"quality\": \"%s\"}, \"points\": [", p->rfit.npoints, p->rfit.poor ? "poor" : "good");
+  for (int i = 0; i < p->nrpoints; ++i)
+    fprintf(f, "%s{\"count\": %lld, \"t\": %.9g, \"reps\": %d}", i ? ", " : "", (long long)p->rpoints[i].count,
+            p->rpoints[i].t, p->rpoints[i].reps);
+  fputs("]}", f);
+}
+
+static void write_path(FILE *f, const roof_path *p) {
+  fputs("  {\"name\": ", f);
+  json_write_string(f, p->name);
+  fprintf(f, ", \"backend\": \"%s\", \"sync\": \"%s\", \"transport\": \"%s\", \"memory\": \"%s\",\n   ", p->backend,
+          p->sync, p->transport, p->memory);
+  write_fit(f, &p->fit);
+  fputs("\"points\": [", f);
+  for (int i = 0; i < p->npoints; ++i)
+    fprintf(f, "%s{\"n\": %d, \"m\": %.0f, \"t\": %.9g, \"reps\": %d}", i ? ",\n     " : "", p->points[i].n,
+            p->points[i].m, p->points[i].t, p->points[i].reps);
+  fputs("]", f);
+  if (p->has_rfit)
+    write_reduce(f, p);
+  fputs("}", f);
+}
+
+int roof_profile_write(const roof_profile *p, const char *file, char *err, size_t errlen) {
+  FILE *f = fopen(file, "w");
+  if (!f)
+    return roof_set_err(err, errlen, "cannot write \"%s\": %s", file, strerror(errno)), -1;
+  fprintf(f, "{\"format\": \"%s\", \"version\": %d, \"created\": ", PROFILE_FORMAT, PROFILE_VERSION);
+  json_write_string(f, p->created);
+  fprintf(f, ", \"ranks\": %d, \"memory\": \"%s\", \"quick\": %s,\n \"pattern\": ", p->ranks, p->memory,
+          p->quick ? "true" : "false");
+  json_write_string(f, p->pattern);
+  fputs(",\n \"model\": \"T(n,m) = alpha + n*o + n*m/beta [seconds; beta in bytes/s]; (o, beta) of the first piece "
+        "whose upto >= m (split_on m) or n*m (split_on bytes); L = T(1,8)\",\n \"paths\": [\n",
+        f);
+  for (int i = 0; i < p->npaths; ++i) {
+    write_path(f, &p->paths[i]);
+    fputs(i + 1 < p->npaths ? ",\n" : "\n", f);
+  }
+  fputs(" ]}\n", f);
+  int bad = ferror(f);
+  bad |= fclose(f) != 0;
+  if (bad)
+    return roof_set_err(err, errlen, "writing \"%s\" failed", file), -1;
+  return 0;
+}
+
+/* ---- reading ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+  const char *file;
+  char *err;
+  size_t errlen;
+  char where[96]; /* "paths[2].fit" */
+} reader;
+
+static int bad(reader *r, const char *key, const char *what) {
+  roof_set_err(r->err, r->errlen, "%s: %s%s%s: %s", r->file, r->where, *r->where ? "." : "", key, what);
+  return -1;
+}
+
+/* A number member; null reads as +infinity only where @p inf_ok (beta of a path with no bandwidth term). */
+static int get_num(reader *r, const json_value *o, const char *key, double *out, int inf_ok) {
+  const json_value *v = json_get(o, key);
+  if (!v)
+    return bad(r, key, "missing");
+  if (v->type == JSON_NULL && inf_ok)
+    return *out = INFINITY, 0;
+  if (v->type != JSON_NUMBER)
+    return bad(r, key, "not a number");
+  *out = v->number;
+  return 0;
+}
+
+static int get_nonneg(reader *r, const json_value *o, const char *key, double *out, int inf_ok) {
+  if (get_num(r, o, key, out, inf_ok))
+    return -1;
+  if (!(*out >= 0))
+    return bad(r, key, "must be >= 0");
+  return 0;
+}
+
+static int get_int(reader *r, const json_value *o, const char *key, int *out, int min) {
+  double d;
+  if (get_num(r, o, key, &d, 0))
+    return -1;
+  if (d != floor(d) || d < min || d > 1e9)
+    return bad(r, key, "not an integer in range");
+  *out = (int)d;
+  return 0;
+}
+
+static int get_str(reader *r, const json_value *o, const char *key, char *out, size_t len) {
+  const json_value *v = json_get(o, key);
+  if (!v)
+    return bad(r, key, "missing");
+  if (v->type != JSON_STRING)
+    return bad(r, key, "not a string");
+  if (strlen(v->string) >= len)
+    return bad(r, key, "too long");
+  strcpy(out, v->string);
+  return 0;
+}
+
+static const json_value *get_array(reader *r, const json_value *o, const char *key) {
+  const json_value *v = json_get(o, key);
+  if (!v)
+    return bad(r, key, "missing"), NULL;
+  if (v->type != JSON_ARRAY)
+    return bad(r, key, "not an array"), NULL;
+  return v;
+}
+
+/* One piece: upto (null only for the last), o >= 0, beta > 0 (null: no bandwidth term). */
+static int read_piece(reader *r, const json_value *o, int last, roof_piece *p) {
+  const json_value *upto = json_get(o, "upto");
+  if (o->type != JSON_OBJECT)
+    return bad(r, "pieces", "an item is not an object");
+  if (last && upto && upto->type == JSON_NULL)
+    p->upto = INFINITY;
+  else if (get_nonneg(r, o, "upto", &p->upto, 0))
+    return -1;
+  if (get_nonneg(r, o, "o", &p->o, 0) || get_nonneg(r, o, "beta", &p->beta, 1))
+    return -1;
+  if (!(p->beta > 0))
+    return bad(r, "beta", "must be > 0");
+  return 0;
+}
+
+static int read_pieces(reader *r, const json_value *o, roof_fit *f) {
+  const json_value *a = get_array(r, o, "pieces"), *so = json_get(o, "split_on");
+  if (!a)
+    return -1;
+  if (a->count < 1 || a->count > ROOF_MAX_PIECES)
+    return bad(r, "pieces", "must hold 1 to 3 pieces");
+  if (so && (so->type != JSON_STRING || (strcmp(so->string, "m") && strcmp(so->string, "bytes"))))
+    return bad(r, "split_on", "neither \"m\" nor \"bytes\"");
+  f->split_bytes = so && strcmp(so->string, "bytes") == 0;
+  f->npieces = (int)a->count;
+  for (int i = 0; i < f->npieces; ++i) {
+    if (read_piece(r, &a->items[i], i + 1 == f->npieces, &f->piece[i]))
+      return -1;
+    if (i > 0 && !(f->piece[i].upto > f->piece[i - 1].upto))
+      return bad(r, "pieces", "upto must increase");
+  }
+  f->piece[f->npieces - 1].upto = INFINITY;
+  return 0;
+}
+
+static int read_fit(reader *r, const json_value *o, roof_fit *f) {
+  if (!o || o->type != JSON_OBJECT)
+    return bad(r, "fit", "missing or not an object");
+  char quality[16];
+  size_t len = strlen(r->where);
+  strncat(r->where, ".fit", sizeof r->where - len - 1);
+  int st = get_nonneg(r, o, "alpha", &f->alpha, 0) || read_pieces(r, o, f) ||
+           get_nonneg(r, o, "rel_median", &f->rel_median, 0) || get_nonneg(r, o, "rel_max", &f->rel_max, 0) ||
+           get_int(r, o, "npoints", &f->npoints, 0) || get_str(r, o, "quality", quality, sizeof quality);
+  if (!st && strcmp(quality, "good") && strcmp(quality, "poor"))
+    st = bad(r, "quality", "neither \"good\" nor \"poor\"");
+  f->poor = !st && strcmp(quality, "poor") == 0;
+  r->where[len] = 0;
+  return st ? -1 : 0;
+}
+
+static int read_points(reader *r, const json_value *path, roof_path *p) {
+  const json_value *a = get_array(r, path, "points");
+  if (!a)
+    return -1;
+  p->points = calloc(a->count ? a->count : 1, sizeof *p->points);
+  if (!p->points)
+    return bad(r, "points", "out of memory");
+  size_t len = strlen(r->where);
+  for (size_t i = 0; i < a->count; ++i) {
+    roof_point *q = &p->points[i];
+    snprintf(r->where + len, sizeof r->where - len, ".points[%zu]", i);
+    if (get_int(r, &a->items[i], "n", &q->n, 1) || get_num(r, &a->items[i], "m", &q->m, 0) ||
+        get_num(r, &a->items[i], "t", &q->t, 0) || get_int(r, &a->items[i], "reps", &q->reps, 0))
+      return -1;
+    if (!(q->m > 0) || !(q->t > 0))
+      return bad(r, "t", "m and t must be > 0");
+  }
+  r->where[len] = 0;
+  p->npoints = (int)a->count;
+  return 0;
+}
+
+static int read_reduce(reader *r, const json_value *red, roof_path *p) {
+  const json_value *fit = json_get(red, "fit"), *a = get_array(r, red, "points");
+  char quality[16];
+  if (!a)
+    return -1;
+  if (!fit || fit->type != JSON_OBJECT)
+    return bad(r, "reduce.fit", "missing or not an object");
+  if (get_nonneg(r, fit, "alpha", &p->rfit.alpha, 0) || get_nonneg(r, fit, "beta", &p->rfit.beta, 1) ||
+      get_nonneg(r, fit, "rel_median", &p->rfit.rel_median, 0) || get_nonneg(r, fit, "rel_max", &p->rfit.rel_max, 0) ||
+      get_int(r, fit, "npoints", &p->rfit.npoints, 0) || get_str(r, fit, "quality", quality, sizeof quality))
+    return -1;
+  if (!(p->rfit.beta > 0))
+    return bad(r, "reduce.fit.beta", "must be > 0");
+  p->rfit.poor = strcmp(quality, "good") != 0;
+  p->rpoints = calloc(a->count ? a->count : 1, sizeof *p->rpoints);
+  if (!p->rpoints)
+    return bad(r, "reduce.points", "out of memory");
+  for (size_t i = 0; i < a->count; ++i) {
+    double count;
+    if (get_num(r, &a->items[i], "count", &count, 0) || get_num(r, &a->items[i], "t", &p->rpoints[i].t, 0) ||
+        get_int(r, &a->items[i], "reps", &p->rpoints[i].reps, 0))
+      return -1;
+    p->rpoints[i].count = (int64_t)count;
+  }
+  p->nrpoints = (int)a->count;
+  p->has_rfit = 1;
+  return 0;
+}
+
+static int read_path(reader *r, const json_value *o, roof_path *p) {
+  char b[16], s[16], t[16], m[16], why[ROOF_ERR_MAX];
+  if (o->type != JSON_OBJECT)
+    return bad(r, "", "not an object");
+  if (get_str(r, o, "name", p->name, sizeof p->name) || get_str(r, o, "backend", p->backend, sizeof p->backend) ||
+      get_str(r, o, "sync", p->sync, sizeof p->sync) || get_str(r, o, "transport", p->transport, sizeof p->transport) ||
+      get_str(r, o, "memory", p->memory, sizeof p->memory))
+    return -1;
+  if (roof_path_parse(p->name, b, s, t, m, why, sizeof why))
+    return bad(r, "name", why);
+  if (read_fit(r, json_get(o, "fit"), &p->fit) || read_points(r, o, p))
+    return -1;
+  const json_value *red = json_get(o, "reduce");
+  if (red && red->type != JSON_NULL) {
+    if (red->type != JSON_OBJECT)
+      return bad(r, "reduce", "not an object");
+    if (read_reduce(r, red, p))
+      return -1;
+  }
+  return 0;
+}
+
+static int read_header(reader *r, const json_value *root, roof_profile *p) {
+  char format[64];
+  int version;
+  if (root->type != JSON_OBJECT)
+    return bad(r, "(top level)", "not an object");
+  if (get_str(r, root, "format", format, sizeof format))
+    return -1;
+  if (strcmp(format, PROFILE_FORMAT) != 0)
+    return bad(r, "format", "not \"" PROFILE_FORMAT "\"");
+  if (get_int(r, root, "version", &version, 0))
+    return -1;
+  if (version != PROFILE_VERSION)
+    return bad(r, "version", "unsupported (this tool reads version 1)");
+  const json_value *quick = json_get(root, "quick");
+  p->quick = quick && quick->type == JSON_BOOL && quick->boolean;
+  if (get_int(r, root, "ranks", &p->ranks, 1) || get_str(r, root, "memory", p->memory, sizeof p->memory) ||
+      get_str(r, root, "pattern", p->pattern, sizeof p->pattern))
+    return -1;
+  const json_value *created = json_get(root, "created");
+  if (created && created->type == JSON_STRING)
+    snprintf(p->created, sizeof p->created, "%s", created->string);
+  return 0;
+}
+
+int roof_profile_read(const char *file, roof_profile *out, char *err, size_t errlen) {
+  reader r = {.file = file, .err = err, .errlen = errlen};
+  roof_profile p;
+  memset(&p, 0, sizeof p);
+  json_value *root = json_parse_file(file, err, errlen);
+  if (!root)
+    return -1;
+  int st = read_header(&r, root, &p);
+  const json_value *paths = st ? NULL : get_array(&r, root, "paths");
+  if (!st && !paths)
+    st = -1;
+  if (!st && paths->count == 0)
+    st = bad(&r, "paths", "empty: the probe measured no path");
+  if (!st && !(p.paths = calloc(paths->count, sizeof *p.paths)))
+    st = bad(&r, "paths", "out of memory");
+  for (size_t i = 0; !st && i < paths->count; ++i) {
+    snprintf(r.where, sizeof r.where, "paths[%zu]", i);
+    st = read_path(&r, &paths->items[i], &p.paths[i]);
+    p.npaths = (int)i + 1; /* so a failure frees what was read */
+  }
+  json_free(root);
+  if (st) {
+    roof_profile_free(&p);
+    return -1;
+  }
+  *out = p;
+  return 0;
+}

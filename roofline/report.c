@@ -1,0 +1,343 @@
+/* Reports of the roofline analysis: terminal tables, one verdict line per solver run, JSON and CSV. Every
+ * number derived from a poor fit carries "fit: poor" (the table marks the path, JSON and CSV say so in a
+ * field) so nothing claims more than the data supports. */
+#include "roofline.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#define US 1e6
+#define GB 1e9
+
+static const char *const plan_time_note =
+    "plan sites are timed from rmaop_plan_begin to rmaop_plan_end: the time includes any computation the "
+    "solver overlaps in between, and is used as the measured time";
+
+void roof_format_bytes(double b, char *buf, size_t len) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  if (!isfinite(b)) {
+    snprintf(buf, len, "inf");
+    return;
+  }
+  while (fabs(b) >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  snprintf(buf, len, b == floor(b) ? "%.0f %s" : "%.3g %s", b, unit[u]);
+}
+
+static double gbs(double bytes_per_s) {
+  return bytes_per_s / GB;
+}
+
+void roof_report_profile_table(FILE *f, const roof_profile *p) {
+  fprintf(f, "profile: %d ranks, %s memory%s; T(n,m) = alpha + n*o + n*m/beta; L = T(1, 8 B)\n", p->ranks, p->memory,
+          p->quick ? ", quick probe" : "");
+  fprintf(f, "%-16s %8s %8s %9s %8s %10s %7s %7s  %-9s %s\n", "path", "alpha us", "o us", "beta GB/s", "L us", "s* n=1",
+          "rel med", "rel max", "fit", "pieces above a split (/msg: on m, /epoch: on n*m)");
+  for (int i = 0; i < p->npaths; ++i) {
+    const roof_path *q = &p->paths[i];
+    char elbow[32], pieces[256] = "", edge[32];
+    for (int k = 1; k < q->fit.npieces; ++k) {
+      roof_format_bytes(q->fit.piece[k - 1].upto, edge, sizeof edge);
+      size_t n = strlen(pieces);
+      snprintf(pieces + n, sizeof pieces - n, "%s>%s%s: o %.4f us, beta %.3g GB/s", k > 1 ? "; " : "", edge,
+               q->fit.split_bytes ? "/epoch" : "/msg", q->fit.piece[k].o * US, gbs(q->fit.piece[k].beta));
+    }
+    roof_format_bytes(roof_elbow(&q->fit, 1), elbow, sizeof elbow);
+    fprintf(f, "%-16s %8.3f %8.4f %9.3f %8.3f %10s %7.3f %7.3f  %-9s %s\n", q->name, q->fit.alpha * US,
+            q->fit.piece[0].o * US, gbs(q->fit.piece[0].beta), roof_latency(&q->fit) * US, elbow, q->fit.rel_median,
+            q->fit.rel_max, q->fit.poor ? "fit: poor" : "good", pieces);
+    if (q->has_rfit)
+      fprintf(f, "%-16s reduce: T = %.3f us + bytes / %.3g GB/s (rel med %.3f, max %.3f)%s\n", "", q->rfit.alpha * US,
+              gbs(q->rfit.beta), q->rfit.rel_median, q->rfit.rel_max, q->rfit.poor ? "  fit: poor" : "");
+  }
+}
+
+/* "1.50x less than" / "1.23x more than": the ratio of @p a to @p b said the readable way round. */
+static int compare(char *buf, size_t len, double a, double b, const char *what) {
+  if (!(a > 0) || !(b > 0))
+    return 0;
+  return snprintf(buf, len, ", %.2fx %s than %s", a <= b ? b / a : a / b, a <= b ? "less" : "more", what);
+}
+
+static int append(size_t len, int n, int add) {
+  return (size_t)n < len ? n + add : n;
+}
+
+void roof_verdict(const roof_run *r, const roof_profile *prof, char *buf, size_t len) {
+  const char *unit = r->iterations > 0 ? "us/iter" : "us/solve";
+  int best = roof_run_best(r, prof), any = roof_run_best_any(r, prof), home = -1;
+  char what[96];
+  for (int j = 0; j < prof->npaths; ++j)
+    if (strcmp(prof->paths[j].name, r->path) == 0)
+      home = j;
+  /* A plan's span includes overlapped work; the solver's in-call time (when known) is what a faster path
+   * could shrink, so the comparison uses it. */
+  double spans = roof_run_measured(r), incall = r->iterations > 0 ? r->time_comm / r->iterations : 0;
+  double meas = incall > 0 ? incall : spans;
+  int n = incall > 0 ? snprintf(buf, len, "%s%s%s: comm %.2f %s in rmaop calls (trace sites span %.2f)", r->solver,
+                                *r->path ? " on " : "", r->path, incall * US, unit, spans * US)
+                     : snprintf(buf, len, "%s%s%s: trace sites span %.2f %s", r->solver, *r->path ? " on " : "",
+                                r->path, spans * US, unit);
+  if (home >= 0 && (size_t)n < len)
+    n = append(len, n,
+               snprintf(buf + n, len - (size_t)n, ", model %.2f%s", roof_run_predicted(r, home) * US,
+                        prof->paths[home].fit.poor ? " (fit: poor)" : ""));
+  if (best < 0 || (size_t)n >= len)
+    return;
+  double tb = roof_run_predicted(r, best);
+  n = append(len, n,
+             snprintf(buf + n, len - (size_t)n, "; best path %s: %.2f %s predicted%s%s", prof->paths[best].name,
+                      tb * US, unit, prof->paths[best].fit.poor ? " (fit: poor, not claimed)" : "",
+                      best == home ? " (this path)" : ""));
+  if (home >= 0 && home != best && (size_t)n < len) {
+    snprintf(what, sizeof what, "%s's model", r->path);
+    n = append(len, n, compare(buf + n, len - (size_t)n, tb, roof_run_predicted(r, home), what));
+  }
+  if ((size_t)n < len)
+    n = append(len, n, compare(buf + n, len - (size_t)n, tb, meas, "measured"));
+  if (any != best && (size_t)n < len)
+    snprintf(buf + n, len - (size_t)n, "; %s would predict %.2f but its fit is poor", prof->paths[any].name,
+             roof_run_predicted(r, any) * US);
+}
+
+void roof_report_verdict(FILE *f, const roof_run *r, const roof_profile *prof) {
+  char line[1024];
+  roof_verdict(r, prof, line, sizeof line);
+  fprintf(f, "verdict: %s\n", line);
+}
+
+static void table_sites(FILE *f, const roof_run *r, const roof_profile *prof) {
+  fprintf(f, "%-18s %-6s %4s %10s %8s %10s %10s %10s %10s %6s  %s\n", "site", "kind", "n", "bytes/msg",
+          r->iterations > 0 ? "calls/it" : "calls", "us/call", "GB/s", "roof GB/s", "s*", "E", "class");
+  for (int i = 0; i < r->nsites; ++i) {
+    const roof_analysis *a = &r->an[i];
+    const roof_site *s = a->site;
+    char bytes[32], elbow[32] = "-", roof[32] = "-";
+    roof_format_bytes(s->bytes_per_message, bytes, sizeof bytes);
+    if (a->home >= 0) {
+      roof_format_bytes(a->on[a->home].elbow, elbow, sizeof elbow);
+      snprintf(roof, sizeof roof, "%.4g", gbs(a->on[a->home].fitted_bw));
+    }
+    fprintf(f, "%-18.18s %-6s %4.0f %10s %8.2f %10.2f %10.4g %10s %10s %6.2f  %s%s\n", s->label, s->kind, s->messages,
+            bytes, a->calls_per_iter, a->per_call * US, gbs(a->achieved), roof, elbow, a->efficiency,
+            roof_class_name(a->cls), a->home >= 0 && prof->paths[a->home].fit.poor ? " (fit: poor)" : "");
+    if (*a->cause)
+      fprintf(f, "%-18s   bound by %s\n", "", a->cause);
+    if (*a->hint)
+      fprintf(f, "%-18s   hint: %s\n", "", a->hint);
+  }
+}
+
+/* Predicted time of every site on every profiled path, and the per-iteration sum. */
+static void table_paths(FILE *f, const roof_run *r, const roof_profile *prof) {
+  fprintf(f, "%-18s %12s", "predicted on", r->iterations > 0 ? "us/iter" : "us/solve");
+  for (int i = 0; i < r->nsites && i < 6; ++i)
+    fprintf(f, " %14.14s", r->sites[i].label);
+  fprintf(f, "  (us/call)\n");
+  for (int j = 0; j < prof->npaths; ++j) {
+    fprintf(f, "%-18s %12.2f", prof->paths[j].name, roof_run_predicted(r, j) * US);
+    for (int i = 0; i < r->nsites && i < 6; ++i)
+      fprintf(f, " %14.2f", r->an[i].on[j].predicted * US);
+    fprintf(f, "%s%s\n", strcmp(prof->paths[j].name, r->path) == 0 ? "  <- ran here" : "",
+            prof->paths[j].fit.poor ? "  (fit: poor)" : "");
+  }
+}
+
+void roof_report_table(FILE *f, const roof_run *runs, int nruns, const roof_profile *prof) {
+  for (int k = 0; k < nruns; ++k) {
+    const roof_run *r = &runs[k];
+    fprintf(f, "\n== %s%s%s", r->solver, *r->path ? " on " : "", r->path);
+    if (r->iterations > 0 && r->time_total > 0)
+      fprintf(f, ": %d iterations, %.2f us/iter; comm inside rmaop calls %.2f us/iter, trace sites span %.2f us/iter",
+              r->iterations, r->time_total / r->iterations * US, r->time_comm / r->iterations * US,
+              roof_run_measured(r) * US);
+    fprintf(f, "\n");
+    table_sites(f, r, prof);
+    table_paths(f, r, prof);
+  }
+  fprintf(f, "\nnote: %s.\n\n", plan_time_note);
+  for (int k = 0; k < nruns; ++k)
+    roof_report_verdict(f, &runs[k], prof);
+}
+
+/* ---- JSON ------------------------------------------------------------------------------------------- */
+
+static void json_kv_num(FILE *f, const char *key, double x, int comma) {
+  fprintf(f, "\"%s\": ", key);
+  json_write_number(f, x);
+  if (comma)
+    fputs(", ", f);
+}
+
+static void json_kv_str(FILE *f, const char *key, const char *s, int comma) {
+  fprintf(f, "\"%s\": ", key);
+  json_write_string(f, s);
+  if (comma)
+    fputs(", ", f);
+}
+
+static void json_site(FILE *f, const roof_analysis *a, const roof_profile *prof) {
+  const roof_site *s = a->site;
+  fputs("    {", f);
+  json_kv_str(f, "label", s->label, 1);
+  json_kv_str(f, "kind", s->kind, 1);
+  json_kv_str(f, "path", s->path, 1);
+  json_kv_num(f, "calls", s->calls, 1);
+  json_kv_num(f, "calls_per_iter", a->calls_per_iter, 1);
+  json_kv_num(f, "messages", s->messages, 1);
+  json_kv_num(f, "bytes_per_message", s->bytes_per_message, 1);
+  json_kv_num(f, "time_per_call", a->per_call, 1);
+  json_kv_num(f, "achieved_Bps", a->achieved, 1);
+  json_kv_str(f, "class", roof_class_name(a->cls), 1);
+  json_kv_num(f, "efficiency", a->efficiency, 1);
+  json_kv_str(f, "fit", a->home >= 0 && prof->paths[a->home].fit.poor ? "poor" : a->home >= 0 ? "good" : "none", 1);
+  json_kv_str(f, "cause", a->cause, 1);
+  json_kv_str(f, "hint", a->hint, 1);
+  fputs("\"on_paths\": [", f);
+  for (int j = 0; j < prof->npaths; ++j) {
+    const roof_onpath *o = &a->on[j];
+    fputs(j ? ",\n      {" : "\n      {", f);
+    json_kv_str(f, "path", o->path->name, 1);
+    json_kv_str(f, "fit", o->path->fit.poor ? "poor" : "good", 1);
+    json_kv_num(f, "pure_roof_Bps", o->pure_bw, 1);
+    json_kv_num(f, "fitted_roof_Bps", o->fitted_bw, 1);
+    json_kv_num(f, "elbow_bytes", o->elbow, 1);
+    json_kv_num(f, "predicted_time", o->predicted, 0);
+    fputs("}", f);
+  }
+  fputs("]}", f);
+}
+
+static void json_run(FILE *f, const roof_run *r, const roof_profile *prof) {
+  char verdict[1024];
+  roof_verdict(r, prof, verdict, sizeof verdict);
+  int best = roof_run_best(r, prof);
+  fputs("  {", f);
+  json_kv_str(f, "solver", r->solver, 1);
+  json_kv_str(f, "path", r->path, 1);
+  fprintf(f, "\"iterations\": %d, ", r->iterations);
+  json_kv_num(f, "time_total", r->time_total, 1);
+  json_kv_num(f, "time_comm", r->time_comm, 1);
+  json_kv_num(f, "measured_comm_per_iter", roof_run_measured(r), 1); /* trace spans (include overlap) */
+  json_kv_num(f, "incall_comm_per_iter", r->iterations > 0 ? r->time_comm / r->iterations : 0, 1);
+  fputs("\"predicted_comm_per_iter\": {", f);
+  for (int j = 0; j < prof->npaths; ++j)
+    json_kv_num(f, prof->paths[j].name, roof_run_predicted(r, j), j + 1 < prof->npaths);
+  fputs("}, ", f);
+  json_kv_str(f, "best_path", best >= 0 ? prof->paths[best].name : "", 1);
+  fprintf(f, "\"best_fit_poor\": %s, ", best >= 0 && prof->paths[best].fit.poor ? "true" : "false");
+  json_kv_str(f, "verdict", verdict, 1);
+  fputs("\"sites\": [\n", f);
+  for (int i = 0; i < r->nsites; ++i) {
+    json_site(f, &r->an[i], prof);
+    fputs(i + 1 < r->nsites ? ",\n" : "\n", f);
+  }
+  fputs("  ]}", f);
+}
+
+static void json_profile_summary(FILE *f, const roof_profile *prof) {
+  fprintf(f, " \"profile\": {\"ranks\": %d, \"memory\": \"%s\", ", prof->ranks, prof->memory);
+  json_kv_str(f, "created", prof->created, 1);
+  fputs("\"paths\": [", f);
+  for (int j = 0; j < prof->npaths; ++j) {
+    const roof_fit *fit = &prof->paths[j].fit;
+    fputs(j ? ",\n   {" : "\n   {", f);
+    json_kv_str(f, "name", prof->paths[j].name, 1);
+    json_kv_num(f, "alpha", fit->alpha, 1);
+    json_kv_str(f, "split_on", fit->split_bytes ? "bytes" : "m", 1);
+    fputs("\"pieces\": [", f);
+    for (int i = 0; i < fit->npieces; ++i) {
+      fputs(i ? ", {" : "{", f);
+      json_kv_num(f, "upto", fit->piece[i].upto, 1);
+      json_kv_num(f, "o", fit->piece[i].o, 1);
+      json_kv_num(f, "beta", fit->piece[i].beta, 0);
+      fputs("}", f);
+    }
+    fputs("], ", f);
+    json_kv_num(f, "L", roof_latency(fit), 1);
+    json_kv_num(f, "ceiling", roof_ceiling(fit), 1);
+    json_kv_str(f, "fit", fit->poor ? "poor" : "good", 0);
+    fputs("}", f);
+  }
+  fputs("]},\n", f);
+}
+
+int roof_report_json(const char *file, const roof_run *runs, int nruns, const roof_profile *prof, char *err,
+                     size_t errlen) {
+  FILE *f = fopen(file, "w");
+  if (!f)
+    return roof_set_err(err, errlen, "cannot write \"%s\": %s", file, strerror(errno)), -1;
+  fputs("{\"format\": \"rmaop-roofline-report\", \"version\": 1,\n", f);
+  fputs(" \"reference\": \"Ding, Haseeb, Groves, Williams, Evaluating the Performance of One-Sided Communication on "
+        "CPUs and GPUs, SC'23 workshops\",\n",
+        f);
+  fputs(" \"note\": ", f);
+  json_write_string(f, plan_time_note);
+  fputs(",\n", f);
+  json_profile_summary(f, prof);
+  fputs(" \"runs\": [\n", f);
+  for (int k = 0; k < nruns; ++k) {
+    json_run(f, &runs[k], prof);
+    fputs(k + 1 < nruns ? ",\n" : "\n", f);
+  }
+  fputs(" ]}\n", f);
+  int bad = ferror(f);
+  bad |= fclose(f) != 0;
+  if (bad)
+    return roof_set_err(err, errlen, "writing \"%s\" failed", file), -1;
+  return 0;
+}
+
+/* ---- CSV: one row per (run, site, profiled path) -------------------------------------------------- */
+
+static void csv_field(FILE *f, const char *s) {
+  if (!strpbrk(s, ",\"\n")) {
+    fputs(s, f);
+    return;
+  }
+  fputc('"', f);
+  for (; *s; ++s) {
+    if (*s == '"')
+      fputc('"', f);
+    fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+static void csv_row(FILE *f, const roof_run *r, const roof_analysis *a, int j) {
+  const roof_site *s = a->site;
+  const roof_onpath *o = &a->on[j];
+  csv_field(f, r->solver);
+  fputc(',', f);
+  csv_field(f, r->path);
+  fputc(',', f);
+  csv_field(f, s->label);
+  fprintf(f, ",%s,%s,%.6g,%.0f,%.9g,%.9g,%.9g,%s,%.4f,%s,%s,%.9g,%.9g,%.9g,%.9g\n", s->kind, s->path, a->calls_per_iter,
+          s->messages, s->bytes_per_message, a->per_call, gbs(a->achieved), roof_class_name(a->cls), a->efficiency,
+          o->path->name, o->path->fit.poor ? "poor" : "good", gbs(o->pure_bw), gbs(o->fitted_bw), o->elbow,
+          o->predicted);
+}
+
+int roof_report_csv(const char *file, const roof_run *runs, int nruns, const roof_profile *prof, char *err,
+                    size_t errlen) {
+  FILE *f = fopen(file, "w");
+  if (!f)
+    return roof_set_err(err, errlen, "cannot write \"%s\": %s", file, strerror(errno)), -1;
+  fputs(
+      "solver,run_path,label,kind,site_path,calls_per_iter,messages,bytes_per_message,time_per_call_s,"
+      "achieved_GBps,class,efficiency,profile_path,fit,pure_roof_GBps,fitted_roof_GBps,elbow_bytes,predicted_time_s\n",
+      f);
+  for (int k = 0; k < nruns; ++k)
+    for (int i = 0; i < runs[k].nsites; ++i)
+      for (int j = 0; j < prof->npaths; ++j)
+        csv_row(f, &runs[k], &runs[k].an[i], j);
+  int bad = ferror(f);
+  bad |= fclose(f) != 0;
+  if (bad)
+    return roof_set_err(err, errlen, "writing \"%s\" failed", file), -1;
+  return 0;
+}

@@ -1,0 +1,269 @@
+/* rmaop-roofline: the message roofline of Ding, Haseeb, Groves, Williams, "Evaluating the Performance of
+ * One-Sided Communication on CPUs and GPUs" (SC'23 workshops), applied to rmaop's communication paths.
+ *
+ * This header is the tool's core (library rmaop_roofline_core): fitting, classification, profile and trace
+ * files, reports and plots. It needs neither MPI nor rmaop, so the unit tests link it alone. The parts that
+ * talk to MPI (probe.c, run.c, main.c) live in the executable.
+ *
+ * Units everywhere: seconds, bytes, bytes per second. Reports convert to us and GB/s (1e9 B/s) at the edge. */
+#ifndef RMAOP_ROOFLINE_H
+#define RMAOP_ROOFLINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define ROOF_NAME_MAX 64
+#define ROOF_LABEL_MAX 128
+#define ROOF_ERR_MAX 512
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* JSON: a small DOM reader for the tool's own files (profiles, rmaop trace files) and writing helpers.  */
+/* ---------------------------------------------------------------------------------------------------- */
+
+typedef enum { JSON_NULL = 0, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT } json_type;
+
+typedef struct json_value {
+  json_type type;
+  int boolean;
+  double number;
+  char *string;             /* JSON_STRING (NUL-terminated; embedded NULs are rejected) */
+  size_t count;             /* items of an array, members of an object */
+  struct json_value *items; /* array items / object member values */
+  char **keys;              /* object member names */
+} json_value;
+
+/* Parses @p text (NUL-terminated). On failure returns NULL and writes "line L, column C: why" into @p err. */
+json_value *json_parse(const char *text, char *err, size_t errlen);
+/* Reads and parses a file; errors name the file. */
+json_value *json_parse_file(const char *path, char *err, size_t errlen);
+void json_free(json_value *v);
+/* Member @p key of an object (NULL when absent or when @p obj is not an object). */
+const json_value *json_get(const json_value *obj, const char *key);
+/* Writes @p s as a JSON string literal (quotes, escapes). */
+void json_write_string(FILE *f, const char *s);
+/* Writes a number; non-finite values become null (JSON has no infinity). */
+void json_write_number(FILE *f, double x);
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Paths and the fitted model                                                                            */
+/* ---------------------------------------------------------------------------------------------------- */
+
+/* One probed point: an epoch of n messages of m bytes took t seconds (median over reps of the max over
+ * ranks). */
+typedef struct {
+  int n;
+  double m, t;
+  int reps;
+} roof_point;
+
+/* One reduction point: rmaop_allreduce of count doubles took t seconds. */
+typedef struct {
+  int64_t count;
+  double t;
+  int reps;
+} roof_rpoint;
+
+#define ROOF_MAX_PIECES 3
+
+/* One piece of the model: (o, beta) for epochs whose split variable is <= upto (INFINITY: the last). */
+typedef struct {
+  double upto, o, beta;
+} roof_piece;
+
+/* T(n, m) = alpha + n*o + n*m/beta, with (o, beta) taken from the piece the epoch falls in: pieces split
+ * the message size m (protocol switch: eager/rendezvous) or the epoch's bytes n*m (cache switch, and the
+ * protocol switch of a backend that packs all messages to a peer into one). One piece: no switch. */
+typedef struct {
+  double alpha;
+  roof_piece piece[ROOF_MAX_PIECES];
+  int npieces;
+  int split_bytes;            /* 1: pieces split n*m, 0: m */
+  double rel_median, rel_max; /* |T_fit - T| / T over the points */
+  int npoints;
+  int poor; /* rel_max > ROOF_POOR_MAX or rel_median > ROOF_POOR_MEDIAN: never claimed as a good fit */
+} roof_fit;
+
+#define ROOF_POOR_MAX 0.5
+#define ROOF_POOR_MEDIAN 0.2
+/* A split is kept when it leaves at most this fraction of the squared relative error of the model
+ * without it. */
+#define ROOF_SPLIT_GAIN 0.5
+
+/* Reduction model: T(bytes) = alpha + bytes/beta (bytes = 8 * count). */
+typedef struct {
+  double alpha, beta, rel_median, rel_max;
+  int npoints, poor;
+} roof_rfit;
+
+typedef struct {
+  char name[ROOF_NAME_MAX]; /* "rma.lock.shm", "twosided", ... (".device" appended for device memory) */
+  char backend[16], sync[16], transport[16], memory[16];
+  roof_point *points;
+  int npoints;
+  roof_fit fit;
+  roof_rpoint *rpoints;
+  int nrpoints;
+  roof_rfit rfit;
+  int has_rfit;
+} roof_path;
+
+typedef struct {
+  int ranks;
+  char memory[16];
+  int quick;
+  char pattern[256];
+  char created[64];
+  roof_path *paths;
+  int npaths;
+} roof_profile;
+
+/* Least squares with nonnegative coefficients, exact for k <= 7 columns (every support
+ * set is tried). Rows are A[i*k + j]; minimizes sum_i (A_i x - b_i)^2. Returns the residual sum of
+ * squares, or a negative value when no support set is solvable. */
+double roof_nnls(const double *A, const double *b, int rows, int k, double *x);
+
+/* Fits T(n, m) to @p pts (at least 3 points with 2 distinct n or m). Minimizes relative residuals (every
+ * point counts alike from 8 B to 64 MiB). Tries split points between measured values of m and of n*m and
+ * keeps up to two of them (one variable) by the ROOF_SPLIT_GAIN rule. Returns 0, or -1 + message. */
+int roof_fit_plan(const roof_point *pts, int npts, roof_fit *fit, char *err, size_t errlen);
+/* Fits the reduction model; same conventions. */
+int roof_fit_reduce(const roof_rpoint *pts, int npts, roof_rfit *fit, char *err, size_t errlen);
+
+/* Model time of one epoch of n messages of m bytes. */
+double roof_time(const roof_fit *f, double n, double m);
+double roof_reduce_time(const roof_rfit *f, double bytes);
+/* beta and o that apply to an epoch of n messages of m bytes (the piece it falls in). */
+double roof_beta_at(const roof_fit *f, double n, double m);
+double roof_o_at(const roof_fit *f, double n, double m);
+/* Large-transfer ceiling: beta of the last piece. */
+double roof_ceiling(const roof_fit *f);
+/* L: latency of one synchronized 8-byte message, T(1, 8). */
+double roof_latency(const roof_fit *f);
+/* Pure roof: min(beta(s), n*s/L) in bytes/s (Ding et al.). */
+double roof_pure_bw(const roof_fit *f, double n, double s);
+/* Fitted roof: n*s / t_sync with t_sync(s, n) = L + n*max(o(s), s/beta(s)) (ARCHITECTURE.md). */
+double roof_fitted_bw(const roof_fit *f, double n, double s);
+/* Elbow (ridge point) s* = L*beta/n, where the diagonal meets the (stepped) ceiling: below it a site is
+ * latency-bound, above it bandwidth-bound. */
+double roof_elbow(const roof_fit *f, double n);
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Profiles                                                                                              */
+/* ---------------------------------------------------------------------------------------------------- */
+
+/* Known path names for a memory kind, NULL-terminated ("rma.fence.shm", ..., "twosided"). */
+extern const char *const roof_host_paths[];
+extern const char *const roof_device_paths[];
+/* Splits "rma.pscw.mpi" / "twosided" / "nccl" (optionally ".device") into its parts. Returns 0 for a known
+ * path, -1 (message in @p err listing the known ones) otherwise. */
+int roof_path_parse(const char *name, char *backend, char *sync, char *transport, char *memory, char *err,
+                    size_t errlen);
+
+int roof_profile_write(const roof_profile *p, const char *file, char *err, size_t errlen);
+/* Reads a profile; rejects malformed or incomplete files with a message naming the file and the field. */
+int roof_profile_read(const char *file, roof_profile *p, char *err, size_t errlen);
+void roof_profile_free(roof_profile *p);
+const roof_path *roof_profile_find(const roof_profile *p, const char *name);
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Trace sites and their analysis                                                                        */
+/* ---------------------------------------------------------------------------------------------------- */
+
+/* One site as the analysis needs it (the max over ranks when several ranks' records are merged). */
+typedef struct {
+  char label[ROOF_LABEL_MAX];
+  char kind[16];            /* "plan", "reduce", "epoch" */
+  char path[ROOF_NAME_MAX]; /* the path it ran on ("rma.lock.shm"), from backend/sync/transport */
+  double calls, messages, bytes_per_message, time_total;
+} roof_site;
+
+/* Reads the JSON written by rmaop_trace_write_json(); merges into @p sites (same label and kind: max of
+ * each field, so several ranks' files combine into the slowest rank's view). Returns 0 or -1 + message. */
+int roof_trace_read(const char *file, roof_site **sites, int *nsites, char *err, size_t errlen);
+/* The path name a trace names: rma + sync + transport, or the backend. "mixed"/"self" transports keep
+ * their name (and then match no profiled path). */
+void roof_trace_path_name(const char *backend, const char *sync, const char *transport, const char *memory, char *name,
+                          size_t len);
+
+typedef enum {
+  ROOF_LATENCY = 0,
+  ROOF_BANDWIDTH,
+  ROOF_OVERHEAD,
+  ROOF_PATHOLOGICAL,
+  ROOF_LOCAL,
+  ROOF_UNKNOWN
+} roof_class;
+
+/* A site on one profiled path's roofline. */
+typedef struct {
+  const roof_path *path;
+  double pure_bw, fitted_bw, elbow; /* bytes/s, bytes/s, bytes */
+  double predicted;                 /* model time per call on this path (reductions: the reduce fit) */
+} roof_onpath;
+
+typedef struct {
+  const roof_site *site;
+  double per_call, achieved; /* seconds, bytes/s */
+  double calls_per_iter;
+  roof_onpath *on;   /* one per profile path, in profile order */
+  int home;          /* index of the site's own path in the profile, -1 when not profiled */
+  roof_class cls;    /* against the home path */
+  double efficiency; /* achieved / fitted roof of the home path (0 when no home) */
+  const char *cause; /* what an overhead-bound site is bound by */
+  const char *hint;  /* what to try */
+} roof_analysis;
+
+/* Places @p s on every path of @p prof. @p iterations scales calls to per-iteration (0: per solve). */
+int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, roof_analysis *a);
+void roof_analysis_free(roof_analysis *a);
+const char *roof_class_name(roof_class c);
+/* Class from the numbers alone (exposed for tests): s vs elbow, then the efficiency thresholds. */
+roof_class roof_classify(double bytes_per_message, double elbow, double efficiency);
+
+/* One solver run (a problem on one path) as the report sees it. */
+typedef struct {
+  char solver[64];              /* "deriv1d n=65536 CGLS" or the trace file's name */
+  char path[ROOF_NAME_MAX];     /* the run path, "" for a trace file */
+  int iterations;               /* 0 when unknown (trace files): totals are per solve */
+  double time_total, time_comm; /* seconds per solve (max over ranks); 0 when unknown */
+  roof_site *sites;
+  int nsites;
+  roof_analysis *an; /* one per site */
+} roof_run;
+
+/* Predicted communication seconds per iteration (or per solve) of a run on profile path @p j. */
+double roof_run_predicted(const roof_run *r, int j);
+/* Measured communication seconds per iteration (or per solve) summed over the trace sites. */
+double roof_run_measured(const roof_run *r);
+/* Index of the profile path with the least predicted time (-1 when no path). */
+int roof_run_best(const roof_run *r, const roof_profile *prof);
+/* The same over every path, poor fits included (the verdict names it when it differs). */
+int roof_run_best_any(const roof_run *r, const roof_profile *prof);
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Reports and plots                                                                                     */
+/* ---------------------------------------------------------------------------------------------------- */
+
+void roof_report_profile_table(FILE *f, const roof_profile *p);
+void roof_report_table(FILE *f, const roof_run *runs, int nruns, const roof_profile *prof);
+/* One line: which path would serve the solver best and by how much (into @p buf, or printed). */
+void roof_verdict(const roof_run *r, const roof_profile *prof, char *buf, size_t len);
+void roof_report_verdict(FILE *f, const roof_run *r, const roof_profile *prof);
+int roof_report_json(const char *file, const roof_run *runs, int nruns, const roof_profile *prof, char *err,
+                     size_t errlen);
+int roof_report_csv(const char *file, const roof_run *runs, int nruns, const roof_profile *prof, char *err,
+                    size_t errlen);
+/* The message roofline: ceilings, fitted roofs, latency diagonals (n = 1, 8, 64) and the sites. */
+int roof_svg_roofline(const char *file, const roof_run *runs, int nruns, const roof_profile *prof, char *err,
+                      size_t errlen);
+/* Probe data against the fit: one panel per path, time per epoch against bytes per message. */
+int roof_svg_probe(const char *file, const roof_profile *prof, char *err, size_t errlen);
+
+/* Small helpers shared by the files. */
+double roof_median(const double *v, int n);
+void roof_set_err(char *err, size_t errlen, const char *fmt, ...);
+/* "8 B", "64 KiB", "1 MiB" */
+void roof_format_bytes(double b, char *buf, size_t len);
+
+#endif

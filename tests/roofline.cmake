@@ -1,0 +1,74 @@
+# rmaop-roofline tests; included from tests/CMakeLists.txt after its MPI launcher set-up (_rmaop_flags)
+# and after the top-level CMakeLists.txt has added roofline/ (targets rmaop_roofline_core, rmaop-roofline).
+#   unit.roofline           fits, classification, profile/trace JSON, reports, SVG well-formedness (no MPI)
+#   roofline.probe.np2      a real quick probe at 2 ranks (a few seconds; n*m capped at 4 MiB)
+#   roofline.run.np2        CGLS on deriv1d on every host path, placed on that profile's roofline
+#   roofline.trace          the same analysis from a trace file written by rmaop_trace_write_json
+#   roofline.bad.*          bad input: a clear message and a non-zero exit, never a crash
+if(NOT TARGET rmaop_roofline_core OR NOT TARGET rmaop-roofline)
+  message(WARNING "tests/roofline.cmake: add_subdirectory(roofline) must come before add_subdirectory(tests); "
+                  "the roofline tests are not registered")
+  return()
+endif()
+
+set(_roof_dir ${CMAKE_CURRENT_BINARY_DIR}/roofline)
+file(MAKE_DIRECTORY ${_roof_dir})
+
+add_executable(unit_roofline ${CMAKE_CURRENT_LIST_DIR}/unit/test_roofline.c)
+target_link_libraries(unit_roofline PRIVATE rmaop_roofline_core PkgConfig::CHECK m)
+target_compile_options(unit_roofline PRIVATE ${RMAOP_WARN_FLAGS})
+target_compile_definitions(unit_roofline PRIVATE _POSIX_C_SOURCE=200809L)
+add_test(NAME unit.roofline COMMAND unit_roofline ${_roof_dir})
+set_tests_properties(unit.roofline PROPERTIES LABELS "unit;roofline" TIMEOUT 60)
+
+set(_roof_mpiexec ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${_rmaop_flags} ${MPIEXEC_PREFLAGS}
+    $<TARGET_FILE:rmaop-roofline> ${MPIEXEC_POSTFLAGS})
+set(_roof_mpiexec1 ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 1 ${_rmaop_flags} ${MPIEXEC_PREFLAGS}
+    $<TARGET_FILE:rmaop-roofline> ${MPIEXEC_POSTFLAGS})
+set(_roof_env "RMAOP_TIMEOUT=60;RMAOP_TRACE=0;RMAOP_TRACE_FILE=")
+
+add_test(NAME roofline.probe.np2
+         COMMAND ${_roof_mpiexec} probe --quick --max-bytes 4MiB --out ${_roof_dir}/profile.json)
+set_tests_properties(roofline.probe.np2 PROPERTIES PROCESSORS 2 LABELS "mpi;roofline" TIMEOUT 120
+                     ENVIRONMENT "${_roof_env}" FIXTURES_SETUP roofline_profile)
+
+add_test(NAME roofline.run.np2
+         COMMAND ${_roof_mpiexec} run --problem deriv1d --n 65536 --niter 20 --profile ${_roof_dir}/profile.json
+                 --out ${_roof_dir}/report)
+set_tests_properties(roofline.run.np2 PROPERTIES PROCESSORS 2 LABELS "mpi;roofline" TIMEOUT 120
+                     ENVIRONMENT "${_roof_env}" FIXTURES_REQUIRED roofline_profile FIXTURES_SETUP roofline_report
+                     PASS_REGULAR_EXPRESSION "verdict: deriv1d n=65536 CGLS on twosided")
+
+add_test(NAME roofline.trace
+         COMMAND ${_roof_mpiexec1} run --trace ${_roof_dir}/report-rma.lock.shm.trace.json --niter 60
+                 --profile ${_roof_dir}/profile.json --out ${_roof_dir}/from-trace)
+set_tests_properties(roofline.trace PROPERTIES PROCESSORS 1 LABELS "mpi;roofline" TIMEOUT 60
+                     ENVIRONMENT "${_roof_env}" FIXTURES_REQUIRED "roofline_profile;roofline_report")
+
+# Bad input: the command must fail (non-zero exit) AND say why. PASS_REGULAR_EXPRESSION alone would ignore
+# the exit status, so a POSIX shell checks both.
+file(WRITE ${_roof_dir}/malformed.json "{\"format\": \"rmaop-roofline-profile\", \"version\": 1,,}\n")
+function(_roof_bad_input name np expect)
+  if(np EQUAL 1)
+    set(cmd ${_roof_mpiexec1})
+  else()
+    set(cmd ${_roof_mpiexec})
+  endif()
+  string(REPLACE ";" " " cmdline "${cmd};${ARGN}")
+  add_test(NAME roofline.bad.${name}
+           COMMAND sh -c "out=$(${cmdline} 2>&1); rc=$?; echo \"$out\"; [ $rc -ne 0 ] && echo \"$out\" | grep -q '${expect}'")
+  set_tests_properties(roofline.bad.${name} PROPERTIES PROCESSORS ${np} LABELS "mpi;roofline" TIMEOUT 60
+                       ENVIRONMENT "${_roof_env}")
+endfunction()
+_roof_bad_input(problem 2 "unknown problem \"nosuch\"" run --problem nosuch --profile ${_roof_dir}/malformed.json)
+_roof_bad_input(path 2 "unknown path \"rma.fence.tcp\"" probe --paths rma.fence.tcp --out ${_roof_dir}/x.json)
+_roof_bad_input(backend 2 "unknown path \"rma.warp\"" run --problem deriv1d --backends rma.warp)
+_roof_bad_input(profile_missing 2 "cannot open" run --problem deriv1d --profile ${_roof_dir}/no-such-profile.json)
+_roof_bad_input(profile_malformed 2 "not valid JSON: line 1, column 51" run --problem deriv1d
+                --profile ${_roof_dir}/malformed.json)
+_roof_bad_input(trace_malformed 1 "malformed.json\" is not valid JSON" run --trace ${_roof_dir}/malformed.json
+                --profile ${_roof_dir}/profile.json)
+set_tests_properties(roofline.bad.trace_malformed PROPERTIES FIXTURES_REQUIRED roofline_profile)
+_roof_bad_input(option 1 "unknown option --frobnicate" probe --frobnicate)
+_roof_bad_input(number 1 "expected an integer" run --problem deriv1d --n lots)
+_roof_bad_input(one_rank 1 "needs at least 2 ranks" probe --quick)

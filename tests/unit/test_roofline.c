@@ -1,0 +1,777 @@
+/* rmaop-roofline's core (roofline/roofline.h), no MPI. References: synthetic timings generated from known
+ * alpha, o, beta (plus deterministic noise) for the fits; the classification rules of ARCHITECTURE.md
+ * ("Roofline and bench", after Ding, Haseeb, Groves, Williams, SC'23 workshops); the files' own writers for
+ * the JSON round trips; XML 1.0 well-formedness (a minimal checker below) for the SVG plots.
+ *
+ *   unit_roofline [DIR]   (DIR: where scratch files go; default ".") */
+#include "roofline.h"
+
+#include <check.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *dir = ".";
+
+static char *scratch(const char *name) {
+  static char buf[8][1024];
+  static int k;
+  char *b = buf[k++ % 8];
+  snprintf(b, sizeof buf[0], "%s/test_roofline_%s", dir, name);
+  return b;
+}
+
+static void write_text(const char *file, const char *text) {
+  FILE *f = fopen(file, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static char *read_text(const char *file) {
+  FILE *f = fopen(file, "rb");
+  ck_assert_ptr_nonnull(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  ck_assert_ptr_nonnull(s);
+  ck_assert_int_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+  s[n] = 0;
+  fclose(f);
+  return s;
+}
+
+/* Deterministic noise in [-amp, amp] (an LCG: the test must not depend on rand()'s implementation). */
+static double noise(unsigned *state, double amp) {
+  *state = *state * 1664525u + 1013904223u;
+  return amp * (2.0 * (double)(*state >> 8) / (double)(1u << 24) - 1.0);
+}
+
+typedef double (*truth_fn)(double n, double m);
+
+/* The probe's grid (m = 8 B .. 64 MiB, n = 1 .. 64, n*m <= 64 MiB) timed by @p truth with relative noise. */
+static int synth(truth_fn truth, double amp, roof_point *pts) {
+  unsigned st = 12345;
+  int k = 0;
+  for (double m = 8; m <= 64.0 * 1048576; m *= 2)
+    for (int n = 1; n <= 64; n *= 2)
+      if (n * m <= 64.0 * 1048576)
+        pts[k++] = (roof_point){.n = n, .m = m, .t = truth(n, m) * (1 + noise(&st, amp)), .reps = 10};
+  return k;
+}
+
+static double rel(double a, double b) {
+  return fabs(a - b) / fabs(b);
+}
+
+/* ---- fitting ------------------------------------------------------------------------------------------ */
+
+static double one_piece(double n, double m) {
+  return 2e-6 + n * 0.1e-6 + n * m / 10e9;
+}
+
+START_TEST(fit_recovers_one_piece) {
+  roof_point pts[256];
+  int np = synth(one_piece, 0.03, pts);
+  roof_fit f;
+  char err[ROOF_ERR_MAX];
+  ck_assert_int_eq(roof_fit_plan(pts, np, &f, err, sizeof err), 0);
+  ck_assert_int_eq(f.npieces, 1);
+  ck_assert_msg(rel(f.alpha, 2e-6) < 0.1, "alpha %g", f.alpha);
+  ck_assert_msg(rel(f.piece[0].o, 0.1e-6) < 0.15, "o %g", f.piece[0].o);
+  ck_assert_msg(rel(f.piece[0].beta, 10e9) < 0.05, "beta %g", f.piece[0].beta);
+  ck_assert(!f.poor);
+  ck_assert(f.rel_max <= 0.06 + 1e-9 && f.rel_median < 0.04);
+  ck_assert_double_eq_tol(roof_latency(&f), roof_time(&f, 1, 8), 1e-18);
+}
+END_TEST
+
+/* Rendezvous above 64 KiB messages: a handshake per message (o 0.2 -> 3 us) and single-copy bandwidth. */
+static double protocol(double n, double m) {
+  return m <= 65536 ? 1e-6 + n * 0.2e-6 + n * m / 5e9 : 1e-6 + n * 3e-6 + n * m / 12e9;
+}
+
+START_TEST(fit_recovers_protocol_split) {
+  roof_point pts[256];
+  int np = synth(protocol, 0.02, pts);
+  roof_fit f;
+  ck_assert_int_eq(roof_fit_plan(pts, np, &f, NULL, 0), 0);
+  ck_assert_int_ge(f.npieces, 2);
+  ck_assert_int_eq(f.split_bytes, 0);
+  ck_assert_msg(f.piece[0].upto > 32768 && f.piece[0].upto < 131072, "split at %g", f.piece[0].upto);
+  ck_assert_msg(rel(f.piece[0].beta, 5e9) < 0.1, "beta below %g", f.piece[0].beta);
+  ck_assert_msg(rel(roof_ceiling(&f), 12e9) < 0.1, "beta above %g", roof_ceiling(&f));
+  ck_assert_msg(rel(f.piece[f.npieces - 1].o, 3e-6) < 0.25, "o above %g", f.piece[f.npieces - 1].o);
+  ck_assert(!f.poor);
+}
+END_TEST
+
+/* Cache switch: epochs of more than 4 MiB stream from DRAM (20 -> 4 GB/s) whatever the message size. */
+static double cache(double n, double m) {
+  return 0.5e-6 + n * 0.02e-6 + n * m / (n * m <= 4194304 ? 20e9 : 4e9);
+}
+
+START_TEST(fit_recovers_cache_split) {
+  roof_point pts[256];
+  int np = synth(cache, 0.02, pts);
+  roof_fit f;
+  ck_assert_int_eq(roof_fit_plan(pts, np, &f, NULL, 0), 0);
+  ck_assert_int_ge(f.npieces, 2);
+  ck_assert_int_eq(f.split_bytes, 1);
+  ck_assert_msg(f.piece[0].upto > 2097152 && f.piece[0].upto < 8388608, "split at %g", f.piece[0].upto);
+  ck_assert_msg(rel(f.piece[0].beta, 20e9) < 0.1, "beta below %g", f.piece[0].beta);
+  ck_assert_msg(rel(roof_ceiling(&f), 4e9) < 0.1, "beta above %g", roof_ceiling(&f));
+  ck_assert(!f.poor);
+  /* the model picks the piece by n*m: 64 messages of 128 KiB (8 MiB) stream, one of them does not */
+  ck_assert_double_eq_tol(roof_beta_at(&f, 64, 131072), roof_ceiling(&f), 1);
+  ck_assert_double_eq_tol(roof_beta_at(&f, 1, 131072), f.piece[0].beta, 1);
+}
+END_TEST
+
+/* No single split halves the error of a smooth curve that the model cannot follow: not a protocol switch. */
+static double smooth(double n, double m) {
+  return 1e-6 * pow(n * m, 0.33) + 1e-6;
+}
+
+START_TEST(fit_flags_poor) {
+  roof_point pts[256];
+  int np = synth(smooth, 0.0, pts);
+  roof_fit f;
+  ck_assert_int_eq(roof_fit_plan(pts, np, &f, NULL, 0), 0);
+  ck_assert_msg(f.poor, "rel median %g max %g", f.rel_median, f.rel_max);
+  /* and noise alone is no reason to split: 3 % noise on a one-piece truth keeps one piece */
+  np = synth(one_piece, 0.03, pts);
+  ck_assert_int_eq(roof_fit_plan(pts, np, &f, NULL, 0), 0);
+  ck_assert_int_eq(f.npieces, 1);
+}
+END_TEST
+
+START_TEST(fit_rejects_bad_points) {
+  roof_point pts[3] = {{1, 8, 1e-6, 1}, {2, 8, 2e-6, 1}, {4, 8, -1, 1}};
+  roof_fit f;
+  char err[ROOF_ERR_MAX] = "";
+  ck_assert_int_eq(roof_fit_plan(pts, 2, &f, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "at least 3"));
+  ck_assert_int_eq(roof_fit_plan(pts, 3, &f, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "not a positive measurement"));
+  roof_rpoint r[1] = {{1, 1e-6, 1}};
+  roof_rfit rf;
+  ck_assert_int_eq(roof_fit_reduce(r, 1, &rf, err, sizeof err), -1);
+}
+END_TEST
+
+START_TEST(nnls_keeps_coefficients_nonnegative) {
+  /* y = 1 - x: the unconstrained slope is -1; with x >= 0 the best is the constant mean */
+  double A[8], b[4] = {1, 0.67, 0.33, 0}, x[2];
+  for (int i = 0; i < 4; ++i)
+    A[2 * i] = 1, A[2 * i + 1] = i;
+  ck_assert(roof_nnls(A, b, 4, 2, x) >= 0);
+  ck_assert(x[0] >= 0 && x[1] >= 0);
+  ck_assert_double_eq_tol(x[0], 0.5, 1e-9);
+  ck_assert_double_eq_tol(x[1], 0, 1e-12);
+}
+END_TEST
+
+START_TEST(fit_reduce_recovers) {
+  roof_rpoint r[8];
+  unsigned st = 7;
+  for (int i = 0; i < 8; ++i) {
+    r[i].count = (int64_t)1 << (2 * i);
+    r[i].t = (3e-6 + 8.0 * (double)r[i].count / 2e9) * (1 + noise(&st, 0.02));
+  }
+  roof_rfit f;
+  ck_assert_int_eq(roof_fit_reduce(r, 8, &f, NULL, 0), 0);
+  ck_assert_msg(rel(f.alpha, 3e-6) < 0.05 && rel(f.beta, 2e9) < 0.05, "alpha %g beta %g", f.alpha, f.beta);
+  ck_assert(!f.poor);
+}
+END_TEST
+
+/* ---- the roofline model ------------------------------------------------------------------------------- */
+
+static roof_fit simple_fit(double alpha, double o, double beta) {
+  roof_fit f = {.alpha = alpha, .npieces = 1, .piece = {{.upto = INFINITY, .o = o, .beta = beta}}};
+  return f;
+}
+
+START_TEST(model_derived_quantities) {
+  roof_fit f = simple_fit(1e-6, 0.1e-6, 10e9);
+  double L = 1e-6 + 0.1e-6 + 8 / 10e9;
+  ck_assert_double_eq_tol(roof_latency(&f), L, 1e-18);
+  ck_assert_double_eq_tol(roof_elbow(&f, 1), L * 10e9, 1e-6);
+  ck_assert_double_eq_tol(roof_elbow(&f, 8), L * 10e9 / 8, 1e-6);
+  ck_assert_double_eq_tol(roof_pure_bw(&f, 1, 8), 8 / L, 1e-3);      /* on the diagonal */
+  ck_assert_double_eq_tol(roof_pure_bw(&f, 1, 1 << 26), 10e9, 1e-3); /* under the ceiling */
+  ck_assert_double_eq_tol(roof_fitted_bw(&f, 4, 1024), 4096 / (L + 4 * fmax(0.1e-6, 1024 / 10e9)), 1e-3);
+  for (double s = 8; s < 1e8; s *= 4)
+    ck_assert(roof_fitted_bw(&f, 8, s) <= roof_pure_bw(&f, 8, s) * (1 + 1e-12));
+  /* a stepped ceiling (20 GB/s up to 1 MiB per epoch, then 4 GB/s): with L = 1 us the diagonal meets the
+   * first piece (s* = 20 KB); with L = 100 us it passes 20 GB/s only beyond the step, where the ceiling has
+   * already dropped below it: the elbow is the step itself, n*s = 1 MiB */
+  roof_fit g = {.alpha = 1e-6,
+                .npieces = 2,
+                .split_bytes = 1,
+                .piece = {{.upto = 1 << 20, .o = 0, .beta = 20e9}, {.upto = INFINITY, .o = 0, .beta = 4e9}}};
+  ck_assert_double_eq_tol(roof_elbow(&g, 1), roof_latency(&g) * 20e9, 1e-6);
+  g.alpha = 100e-6;
+  ck_assert_double_eq_tol(roof_elbow(&g, 64), (1 << 20) / 64.0, 1e-6);
+  ck_assert_double_eq_tol(roof_elbow(&g, 1), 1 << 20, 1e-6);
+}
+END_TEST
+
+START_TEST(classify_rules) {
+  ck_assert_int_eq(roof_classify(8, 4096, 0.9), ROOF_LATENCY);
+  ck_assert_int_eq(roof_classify(1 << 20, 4096, 0.8), ROOF_BANDWIDTH);
+  ck_assert_int_eq(roof_classify(1 << 20, 4096, 0.3), ROOF_OVERHEAD);
+  ck_assert_int_eq(roof_classify(8, 4096, 0.05), ROOF_PATHOLOGICAL);
+  ck_assert_str_eq(roof_class_name(ROOF_OVERHEAD), "overhead-bound");
+}
+END_TEST
+
+/* A synthetic two-path profile: "rma.lock.shm" fast (with a reduction fit), "twosided" slower. */
+static void make_profile(roof_profile *p) {
+  memset(p, 0, sizeof *p);
+  p->ranks = 2;
+  p->npaths = 2;
+  strcpy(p->memory, "host");
+  strcpy(p->pattern, "synthetic");
+  strcpy(p->created, "2024-01-01T00:00:00Z");
+  p->paths = calloc(2, sizeof *p->paths);
+  roof_path *a = &p->paths[0], *b = &p->paths[1];
+  strcpy(a->name, "rma.lock.shm");
+  strcpy(a->backend, "rma");
+  strcpy(a->sync, "lock");
+  strcpy(a->transport, "shm");
+  strcpy(a->memory, "host");
+  a->fit = (roof_fit){.alpha = 0.5e-6,
+                      .npieces = 3,
+                      .split_bytes = 1,
+                      .rel_median = 0.05,
+                      .rel_max = 0.2,
+                      .npoints = 3,
+                      .piece = {{.upto = 4096, .o = 0.01e-6, .beta = 10e9},
+                                {.upto = 4194304, .o = 0.02e-6, .beta = 20e9},
+                                {.upto = INFINITY, .o = 0, .beta = 5e9}}};
+  a->npoints = 3;
+  a->points = calloc(3, sizeof *a->points);
+  for (int i = 0; i < 3; ++i)
+    a->points[i] = (roof_point){.n = 1 << (3 * i), .m = 8 << (4 * i), .t = 1e-6 * (i + 1), .reps = 5};
+  a->has_rfit = 1;
+  a->rfit = (roof_rfit){.alpha = 1e-6, .beta = 8e9, .rel_median = 0.01, .rel_max = 0.02, .npoints = 2};
+  a->nrpoints = 2;
+  a->rpoints = calloc(2, sizeof *a->rpoints);
+  a->rpoints[0] = (roof_rpoint){1, 1.0e-6, 100};
+  a->rpoints[1] = (roof_rpoint){64, 1.1e-6, 100};
+  strcpy(b->name, "twosided");
+  strcpy(b->backend, "twosided");
+  strcpy(b->sync, "-");
+  strcpy(b->transport, "-");
+  strcpy(b->memory, "host");
+  b->fit = simple_fit(2e-6, 0.1e-6, 5e9);
+  b->fit.poor = 1;
+  b->fit.rel_max = 0.9;
+  b->npoints = 1;
+  b->points = calloc(1, sizeof *b->points);
+  b->points[0] = (roof_point){1, 8, 2e-6, 100};
+}
+
+static roof_site make_site(const char *label, const char *kind, double n, double s, double t_call, double calls) {
+  roof_site x;
+  memset(&x, 0, sizeof x);
+  snprintf(x.label, sizeof x.label, "%s", label);
+  snprintf(x.kind, sizeof x.kind, "%s", kind);
+  strcpy(x.path, "rma.lock.shm");
+  x.messages = n;
+  x.bytes_per_message = s;
+  x.calls = calls;
+  x.time_total = t_call * calls;
+  return x;
+}
+
+START_TEST(classify_synthetic_sites) {
+  roof_profile p;
+  make_profile(&p);
+  const roof_fit *f = &p.paths[0].fit;
+  /* at the model's own time a site is on its roof (E >= 1 against the fitted roof) */
+  roof_site lat = make_site("halo", "plan", 2, 8, roof_time(f, 2, 8), 10);
+  roof_site bw = make_site("big", "plan", 1, 64 << 20, roof_time(f, 1, 64 << 20), 10);
+  roof_site ovh = make_site("slow", "plan", 2, 8, 3 * roof_time(f, 2, 8), 10);
+  roof_site pat = make_site("stuck", "plan", 2, 8, 40 * roof_time(f, 2, 8), 10);
+  roof_site red = make_site("dot", "reduce", 1, 16, 2e-6, 10);
+  roof_site other = make_site("elsewhere", "plan", 1, 8, 1e-6, 1);
+  strcpy(other.path, "rma.fence.mpi");
+  roof_analysis a;
+  ck_assert_int_eq(roof_analyze(&lat, &p, 5, &a), 0);
+  ck_assert_int_eq(a.cls, ROOF_LATENCY);
+  ck_assert(a.efficiency >= 0.99);
+  ck_assert_double_eq_tol(a.calls_per_iter, 2, 1e-12);
+  ck_assert_double_eq_tol(a.on[1].predicted, roof_time(&p.paths[1].fit, 2, 8), 1e-15); /* on the other path */
+  roof_analysis_free(&a);
+  ck_assert_int_eq(roof_analyze(&bw, &p, 0, &a), 0);
+  ck_assert_int_eq(a.cls, ROOF_BANDWIDTH);
+  ck_assert_double_eq_tol(a.calls_per_iter, 10, 1e-12); /* iterations unknown: per solve */
+  roof_analysis_free(&a);
+  ck_assert_int_eq(roof_analyze(&ovh, &p, 5, &a), 0);
+  ck_assert_int_eq(a.cls, ROOF_OVERHEAD);
+  ck_assert_ptr_nonnull(strstr(a.cause, "begin..end")); /* named: a plan's span includes overlapped work */
+  roof_analysis_free(&a);
+  ck_assert_int_eq(roof_analyze(&pat, &p, 5, &a), 0);
+  ck_assert_int_eq(a.cls, ROOF_PATHOLOGICAL);
+  roof_analysis_free(&a);
+  ck_assert_int_eq(roof_analyze(&red, &p, 5, &a), 0);
+  ck_assert_double_eq_tol(a.on[0].predicted, roof_reduce_time(&p.paths[0].rfit, 16), 1e-15); /* reduce fit */
+  ck_assert_double_eq_tol(a.on[1].predicted, roof_time(&p.paths[1].fit, 1, 16), 1e-15);      /* none: plan model */
+  roof_analysis_free(&a);
+  ck_assert_int_eq(roof_analyze(&other, &p, 5, &a), 0);
+  ck_assert_int_eq(a.cls, ROOF_UNKNOWN); /* its path was not profiled */
+  ck_assert_int_eq(a.home, -1);
+  roof_analysis_free(&a);
+  roof_profile_free(&p);
+}
+END_TEST
+
+START_TEST(best_path_skips_poor_fits) {
+  roof_profile p;
+  make_profile(&p);
+  p.paths[1].fit = simple_fit(0.01e-6, 0, 100e9); /* faster than everything, but poor */
+  p.paths[1].fit.poor = 1;
+  roof_site s = make_site("halo", "plan", 2, 8, 5e-6, 10);
+  roof_run r = {.iterations = 10, .sites = &s, .nsites = 1};
+  strcpy(r.solver, "test");
+  strcpy(r.path, "rma.lock.shm");
+  roof_analysis a;
+  ck_assert_int_eq(roof_analyze(&s, &p, 10, &a), 0);
+  r.an = &a;
+  ck_assert_int_eq(roof_run_best(&r, &p), 0);
+  ck_assert_int_eq(roof_run_best_any(&r, &p), 1);
+  char v[1024];
+  roof_verdict(&r, &p, v, sizeof v);
+  ck_assert_ptr_nonnull(strstr(v, "best path rma.lock.shm"));
+  ck_assert_ptr_nonnull(strstr(v, "twosided would predict"));
+  ck_assert_ptr_nonnull(strstr(v, "fit is poor"));
+  roof_analysis_free(&a);
+  roof_profile_free(&p);
+}
+END_TEST
+
+/* ---- files -------------------------------------------------------------------------------------------- */
+
+START_TEST(profile_round_trip) {
+  roof_profile p, q;
+  char err[ROOF_ERR_MAX];
+  make_profile(&p);
+  const char *file = scratch("profile.json");
+  ck_assert_int_eq(roof_profile_write(&p, file, err, sizeof err), 0);
+  ck_assert_msg(roof_profile_read(file, &q, err, sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(q.npaths, 2);
+  ck_assert_int_eq(q.ranks, 2);
+  ck_assert_str_eq(q.created, p.created);
+  for (int j = 0; j < 2; ++j) {
+    const roof_path *a = &p.paths[j], *b = &q.paths[j];
+    ck_assert_str_eq(a->name, b->name);
+    ck_assert_str_eq(a->backend, b->backend);
+    ck_assert_int_eq(a->fit.npieces, b->fit.npieces);
+    ck_assert_int_eq(a->fit.split_bytes, b->fit.split_bytes);
+    ck_assert_int_eq(a->fit.poor, b->fit.poor);
+    ck_assert(rel(a->fit.alpha, b->fit.alpha) < 1e-8);
+    for (int i = 0; i < a->fit.npieces; ++i) {
+      ck_assert(a->fit.piece[i].upto == b->fit.piece[i].upto || rel(a->fit.piece[i].upto, b->fit.piece[i].upto) < 1e-8);
+      ck_assert(a->fit.piece[i].o == b->fit.piece[i].o || rel(a->fit.piece[i].o, b->fit.piece[i].o) < 1e-8);
+      ck_assert(rel(a->fit.piece[i].beta, b->fit.piece[i].beta) < 1e-8);
+    }
+    ck_assert_int_eq(a->npoints, b->npoints);
+    for (int i = 0; i < a->npoints; ++i) {
+      ck_assert_int_eq(a->points[i].n, b->points[i].n);
+      ck_assert(a->points[i].m == b->points[i].m && rel(a->points[i].t, b->points[i].t) < 1e-8);
+    }
+    ck_assert_int_eq(a->has_rfit, b->has_rfit);
+    ck_assert_int_eq(a->nrpoints, b->nrpoints);
+  }
+  ck_assert(rel(q.paths[0].rfit.beta, 8e9) < 1e-8);
+  ck_assert(isinf(q.paths[0].fit.piece[2].upto));
+  roof_profile_free(&p);
+  roof_profile_free(&q);
+}
+END_TEST
+
+/* Each bad file must be refused with a message naming what is wrong. */
+static void expect_profile_error(const char *text, const char *needle) {
+  const char *file = scratch("bad.json");
+  roof_profile q;
+  char err[ROOF_ERR_MAX] = "";
+  write_text(file, text);
+  ck_assert_int_eq(roof_profile_read(file, &q, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, needle) != NULL, "error \"%s\" lacks \"%s\"", err, needle);
+}
+
+START_TEST(profile_rejects_bad_files) {
+  roof_profile q;
+  char err[ROOF_ERR_MAX] = "";
+  ck_assert_int_eq(roof_profile_read(scratch("does-not-exist.json"), &q, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "cannot open"));
+  expect_profile_error("", "not valid JSON");
+  expect_profile_error("{\"format\": \"rmaop-roofline-profile\",}", "line 1, column 37");
+  expect_profile_error("{\"format\": \"rmaop-roofline-profile\"", "expected ',' or '}'");
+  expect_profile_error("[1, 2]", "not an object");
+  expect_profile_error("{\"format\": \"something-else\", \"version\": 1}", "format");
+  expect_profile_error("{\"format\": \"rmaop-roofline-profile\", \"version\": 7}", "version");
+  const char *head = "{\"format\": \"rmaop-roofline-profile\", \"version\": 1, \"ranks\": 2, \"memory\": \"host\", "
+                     "\"pattern\": \"p\", \"paths\": [";
+  char buf[2048];
+  snprintf(buf, sizeof buf, "%s]}", head);
+  expect_profile_error(buf, "empty");
+  snprintf(buf, sizeof buf,
+           "%s{\"name\": \"rma.nosuch.shm\", \"backend\": \"rma\", \"sync\": \"x\", \"transport\": "
+           "\"shm\", \"memory\": \"host\"}]}",
+           head);
+  expect_profile_error(buf, "unknown path");
+  const char *path = "{\"name\": \"twosided\", \"backend\": \"twosided\", \"sync\": \"-\", \"transport\": \"-\", "
+                     "\"memory\": \"host\", \"points\": [], \"fit\": ";
+  snprintf(buf, sizeof buf,
+           "%s%s{\"pieces\": [{\"upto\": null, \"o\": 0, \"beta\": 1e9}], \"rel_median\": 0, "
+           "\"rel_max\": 0, \"npoints\": 0, \"quality\": \"good\"}}]}",
+           head, path);
+  expect_profile_error(buf, "paths[0].fit.alpha: missing");
+  snprintf(buf, sizeof buf,
+           "%s%s{\"alpha\": 1e-6, \"pieces\": [{\"upto\": null, \"o\": 0, \"beta\": -5}], "
+           "\"rel_median\": 0, \"rel_max\": 0, \"npoints\": 0, \"quality\": \"good\"}}]}",
+           head, path);
+  expect_profile_error(buf, "beta: must be >= 0");
+  snprintf(buf, sizeof buf, "%s%s{\"alpha\": \"fast\"}}]}", head, path);
+  expect_profile_error(buf, "alpha: not a number");
+}
+END_TEST
+
+START_TEST(json_parser) {
+  char err[ROOF_ERR_MAX];
+  json_value *v =
+      json_parse(" {\"a\": [1, -2.5e3, true, false, null], \"s\": \"\\u00e9\\ud83d\\ude00\\n\\\"\"} ", err, sizeof err);
+  ck_assert_msg(v != NULL, "%s", err);
+  const json_value *a = json_get(v, "a"), *s = json_get(v, "s");
+  ck_assert_int_eq(a->type, JSON_ARRAY);
+  ck_assert_int_eq((int)a->count, 5);
+  ck_assert_double_eq(a->items[1].number, -2500);
+  ck_assert_int_eq(a->items[2].type, JSON_BOOL);
+  ck_assert_int_eq(a->items[4].type, JSON_NULL);
+  ck_assert_str_eq(s->string, "\xc3\xa9\xf0\x9f\x98\x80\n\"");
+  ck_assert_ptr_null(json_get(v, "missing"));
+  json_free(v);
+  static const char *const bad[] = {
+      "01",  "1.",      "-",           ".5",           "[1,]",  "{\"a\" 1}",     "\"abc", "\"\\x\"",
+      "tru", "[1] [2]", "\"\\ud800\"", "{\"a\": nan}", "1e999", "\"tab\there\"", NULL};
+  for (int i = 0; bad[i]; ++i) {
+    v = json_parse(bad[i], err, sizeof err);
+    ck_assert_msg(v == NULL, "accepted %s", bad[i]);
+    ck_assert_ptr_nonnull(strstr(err, "line 1, column"));
+  }
+  char deep[200];
+  memset(deep, '[', 100);
+  memset(deep + 100, ']', 99);
+  deep[199] = 0;
+  ck_assert_ptr_null(json_parse(deep, err, sizeof err));
+  ck_assert_ptr_nonnull(strstr(err, "nesting"));
+}
+END_TEST
+
+START_TEST(trace_files_merge_ranks) {
+  const char *r0 = scratch("trace0.json"), *r1 = scratch("trace1.json");
+  write_text(r0, "{\"rank\": 0, \"size\": 2, \"backend\": \"rma\", \"sites\": [\n"
+                 "  {\"label\": \"halo\", \"kind\": \"plan\", \"backend\": \"rma\", \"transport\": \"shm\", \"sync\": "
+                 "\"pscw\", \"calls\": 10, \"messages\": 1, \"bytes_per_message\": 8, \"time_total\": 1e-5, "
+                 "\"time_min\": 1e-6, \"time_max\": 1e-6},\n"
+                 "  {\"label\": \"dot\", \"kind\": \"reduce\", \"backend\": \"rma\", \"transport\": \"shm\", \"sync\": "
+                 "\"pscw\", \"calls\": 20, \"messages\": 1, \"bytes_per_message\": 16, \"time_total\": 4e-5, "
+                 "\"time_min\": 1e-6, \"time_max\": 1e-6}\n]}\n");
+  write_text(r1, "{\"rank\": 1, \"size\": 2, \"backend\": \"rma\", \"sites\": [\n"
+                 "  {\"label\": \"halo\", \"kind\": \"plan\", \"backend\": \"rma\", \"transport\": \"shm\", \"sync\": "
+                 "\"pscw\", \"calls\": 10, \"messages\": 2, \"bytes_per_message\": 8, \"time_total\": 3e-5, "
+                 "\"time_min\": 1e-6, \"time_max\": 1e-6}\n]}\n");
+  roof_site *sites = NULL;
+  int n = 0;
+  char err[ROOF_ERR_MAX];
+  ck_assert_int_eq(roof_trace_read(r0, &sites, &n, err, sizeof err), 0);
+  ck_assert_int_eq(roof_trace_read(r1, &sites, &n, err, sizeof err), 0);
+  ck_assert_int_eq(n, 2);
+  ck_assert_str_eq(sites[0].path, "rma.pscw.shm");
+  ck_assert_double_eq(sites[0].messages, 2); /* the slowest rank's view */
+  ck_assert_double_eq(sites[0].time_total, 3e-5);
+  ck_assert_str_eq(sites[1].kind, "reduce");
+  write_text(r1, "{\"sites\": [{\"label\": \"x\", \"kind\": \"plan\"}]}");
+  ck_assert_int_eq(roof_trace_read(r1, &sites, &n, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "sites[0].backend"));
+  write_text(r1, "{\"rank\": 0}");
+  ck_assert_int_eq(roof_trace_read(r1, &sites, &n, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "not an rmaop trace file"));
+  free(sites);
+}
+END_TEST
+
+START_TEST(path_names) {
+  char b[16], s[16], t[16], m[16], err[ROOF_ERR_MAX];
+  ck_assert_int_eq(roof_path_parse("rma.pscw.mpi", b, s, t, m, err, sizeof err), 0);
+  ck_assert_str_eq(b, "rma");
+  ck_assert_str_eq(s, "pscw");
+  ck_assert_str_eq(t, "mpi");
+  ck_assert_str_eq(m, "host");
+  ck_assert_int_eq(roof_path_parse("rma.lock.ipc.device", b, s, t, m, err, sizeof err), 0);
+  ck_assert_str_eq(m, "device");
+  ck_assert_int_eq(roof_path_parse("twosided", b, s, t, m, err, sizeof err), 0);
+  ck_assert_str_eq(s, "-");
+  ck_assert_int_eq(roof_path_parse("rma.fence.tcp", b, s, t, m, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "unknown path \"rma.fence.tcp\""));
+  ck_assert_ptr_nonnull(strstr(err, "twosided"));
+}
+END_TEST
+
+/* ---- XML well-formedness (enough of XML 1.0 for what a plot may contain) ------------------------------ */
+
+typedef struct {
+  const char *p;
+  char stack[64][32];
+  int depth, roots;
+  int count_circle, count_rect, count_polyline, count_text, count_line, count_g;
+} xml;
+
+static int xml_entity(const char **p) {
+  static const char *const ok[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;", NULL};
+  for (int i = 0; ok[i]; ++i)
+    if (strncmp(*p, ok[i], strlen(ok[i])) == 0)
+      return *p += strlen(ok[i]), 1;
+  if ((*p)[1] == '#') {
+    const char *q = *p + 2;
+    while (*q && *q != ';' && (q - *p) < 10)
+      ++q;
+    if (*q == ';')
+      return *p = q + 1, 1;
+  }
+  return 0;
+}
+
+static int xml_name(const char **p, char *out, size_t len) {
+  size_t n = 0;
+  while (**p && (isalnum((unsigned char)**p) || strchr(":_-.", **p))) {
+    if (n + 1 < len)
+      out[n++] = **p;
+    ++*p;
+  }
+  out[n] = 0;
+  return n > 0;
+}
+
+static int xml_attrs(xml *x) {
+  char name[64];
+  for (;;) {
+    while (isspace((unsigned char)*x->p))
+      ++x->p;
+    if (*x->p == '>' || *x->p == '/' || *x->p == '?')
+      return 1;
+    if (!xml_name(&x->p, name, sizeof name) || *x->p++ != '=')
+      return 0;
+    char q = *x->p++;
+    if (q != '"' && q != '\'')
+      return 0;
+    while (*x->p != q) {
+      if (!*x->p || *x->p == '<')
+        return 0;
+      if (*x->p == '&' && !xml_entity(&x->p))
+        return 0;
+      else if (*x->p != '&')
+        ++x->p;
+    }
+    ++x->p;
+  }
+}
+
+static void xml_count(xml *x, const char *name) {
+  if (!strcmp(name, "circle"))
+    x->count_circle++;
+  if (!strcmp(name, "rect"))
+    x->count_rect++;
+  if (!strcmp(name, "polyline"))
+    x->count_polyline++;
+  if (!strcmp(name, "text"))
+    x->count_text++;
+  if (!strcmp(name, "line"))
+    x->count_line++;
+  if (!strcmp(name, "g"))
+    x->count_g++;
+}
+
+static int xml_tag(xml *x) {
+  char name[32];
+  if (!strncmp(x->p, "<?", 2))
+    return (x->p = strstr(x->p, "?>")) ? (x->p += 2, 1) : 0;
+  if (!strncmp(x->p, "<!--", 4))
+    return (x->p = strstr(x->p, "-->")) ? (x->p += 3, 1) : 0;
+  if (x->p[1] == '/') {
+    x->p += 2;
+    if (!xml_name(&x->p, name, sizeof name) || *x->p++ != '>' || x->depth == 0)
+      return 0;
+    return strcmp(x->stack[--x->depth], name) == 0;
+  }
+  ++x->p;
+  if (!xml_name(&x->p, name, sizeof name) || !xml_attrs(x))
+    return 0;
+  if (x->depth == 0)
+    x->roots++;
+  xml_count(x, name);
+  if (*x->p == '/')
+    return x->p[1] == '>' ? (x->p += 2, 1) : 0;
+  if (*x->p++ != '>' || x->depth == 64)
+    return 0;
+  snprintf(x->stack[x->depth++], sizeof x->stack[0], "%s", name);
+  return 1;
+}
+
+static int xml_well_formed(const char *text, xml *x) {
+  memset(x, 0, sizeof *x);
+  x->p = text;
+  while (*x->p) {
+    if (*x->p == '<') {
+      if (!xml_tag(x))
+        return 0;
+    } else if (*x->p == '&') {
+      if (!xml_entity(&x->p))
+        return 0;
+    } else {
+      if (*x->p == '>' && x->depth == 0)
+        return 0;
+      ++x->p;
+    }
+  }
+  return x->depth == 0 && x->roots == 1;
+}
+
+START_TEST(xml_checker_itself) {
+  xml x;
+  ck_assert(xml_well_formed("<?xml version=\"1.0\"?>\n<a b=\"1 &amp; 2\"><c/><d>t &lt; u</d></a>\n", &x));
+  ck_assert(!xml_well_formed("<a><b></a></b>", &x));
+  ck_assert(!xml_well_formed("<a b=\"1\">", &x));
+  ck_assert(!xml_well_formed("<a b=1/>", &x));
+  ck_assert(!xml_well_formed("<a>x & y</a>", &x));
+  ck_assert(!xml_well_formed("<a/><b/>", &x));
+}
+END_TEST
+
+START_TEST(svg_plots_are_well_formed) {
+  roof_profile p;
+  char err[ROOF_ERR_MAX];
+  make_profile(&p);
+  roof_site sites[2] = {make_site("halo<&>\"", "plan", 2, 8, 5e-6, 10), make_site("dot", "reduce", 1, 16, 3e-6, 20)};
+  roof_analysis an[2];
+  for (int i = 0; i < 2; ++i)
+    ck_assert_int_eq(roof_analyze(&sites[i], &p, 10, &an[i]), 0);
+  roof_run r = {.iterations = 10, .sites = sites, .nsites = 2, .an = an};
+  strcpy(r.solver, "deriv1d n=64 CGLS");
+  strcpy(r.path, "rma.lock.shm");
+  const char *file = scratch("roofline.svg");
+  ck_assert_msg(roof_svg_roofline(file, &r, 1, &p, err, sizeof err) == 0, "%s", err);
+  char *svg = read_text(file);
+  xml x;
+  ck_assert_msg(xml_well_formed(svg, &x), "not well-formed near: %.60s", x.p ? x.p : "");
+  ck_assert_ptr_nonnull(strstr(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
+  ck_assert_ptr_nonnull(strstr(svg, ">bytes per message</text>"));
+  ck_assert_ptr_nonnull(strstr(svg, ">bandwidth (GB/s)</text>"));
+  ck_assert_ptr_nonnull(strstr(svg, ">8 B</text>")); /* x tick labels */
+  ck_assert_ptr_nonnull(strstr(svg, ">2 MiB</text>"));
+  ck_assert_ptr_nonnull(strstr(svg, ">10</text>")); /* y tick label (GB/s) */
+  ck_assert_ptr_nonnull(strstr(svg, "class=\"ceiling\""));
+  ck_assert_ptr_nonnull(strstr(svg, "class=\"diagonal\""));
+  ck_assert_ptr_nonnull(strstr(svg, "class=\"fitted-roof\""));
+  ck_assert_ptr_nonnull(strstr(svg, "halo&lt;&amp;&gt;&quot; (plan, n=2)")); /* site label, escaped */
+  ck_assert_ptr_nonnull(strstr(svg, "twosided  (fit: poor)"));               /* legend says so */
+  ck_assert_ptr_nonnull(strstr(svg, "class=\"legend\""));
+  ck_assert_int_ge(x.count_circle, 1); /* the plan site */
+  ck_assert_int_ge(x.count_rect, 3);   /* background, frame, the reduce site */
+  ck_assert_int_ge(x.count_polyline, 2 * 5);
+  free(svg);
+  file = scratch("probe.svg");
+  ck_assert_msg(roof_svg_probe(file, &p, err, sizeof err) == 0, "%s", err);
+  svg = read_text(file);
+  ck_assert_msg(xml_well_formed(svg, &x), "probe plot not well-formed near: %.60s", x.p ? x.p : "");
+  ck_assert_ptr_nonnull(strstr(svg, "id=\"panel-rma.lock.shm\""));
+  ck_assert_ptr_nonnull(strstr(svg, ">time per epoch (us)</text>"));
+  ck_assert_int_ge(x.count_circle, 4); /* the probed points */
+  free(svg);
+  for (int i = 0; i < 2; ++i)
+    roof_analysis_free(&an[i]);
+  roof_profile_free(&p);
+}
+END_TEST
+
+START_TEST(reports_json_and_csv) {
+  roof_profile p;
+  char err[ROOF_ERR_MAX];
+  make_profile(&p);
+  roof_site sites[2] = {make_site("halo", "plan", 2, 8, roof_time(&p.paths[0].fit, 2, 8), 10),
+                        make_site("dot", "reduce", 1, 16, 3e-6, 20)};
+  roof_analysis an[2];
+  for (int i = 0; i < 2; ++i)
+    ck_assert_int_eq(roof_analyze(&sites[i], &p, 10, &an[i]), 0);
+  roof_run r = {.iterations = 10, .sites = sites, .nsites = 2, .an = an, .time_total = 1e-3, .time_comm = 1e-4};
+  strcpy(r.solver, "deriv1d, \"quoted\"");
+  strcpy(r.path, "rma.lock.shm");
+  const char *jf = scratch("report.json"), *cf = scratch("report.csv");
+  ck_assert_int_eq(roof_report_json(jf, &r, 1, &p, err, sizeof err), 0);
+  json_value *v = json_parse_file(jf, err, sizeof err);
+  ck_assert_msg(v != NULL, "report JSON: %s", err);
+  const json_value *run = &json_get(v, "runs")->items[0];
+  ck_assert_str_eq(json_get(run, "best_path")->string, "rma.lock.shm");
+  ck_assert_int_eq((int)json_get(run, "sites")->count, 2);
+  ck_assert_str_eq(json_get(&json_get(run, "sites")->items[0], "class")->string, "latency-bound");
+  ck_assert_ptr_nonnull(strstr(json_get(v, "note")->string, "begin"));
+  json_free(v);
+  ck_assert_int_eq(roof_report_csv(cf, &r, 1, &p, err, sizeof err), 0);
+  char *csv = read_text(cf);
+  int lines = 0;
+  for (char *c = csv; *c; ++c)
+    lines += *c == '\n';
+  ck_assert_int_eq(lines, 1 + 2 * 2); /* header + sites x paths */
+  ck_assert_ptr_nonnull(strstr(csv, "\"deriv1d, \"\"quoted\"\"\""));
+  free(csv);
+  for (int i = 0; i < 2; ++i)
+    roof_analysis_free(&an[i]);
+  roof_profile_free(&p);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("roofline");
+  TCase *fit = tcase_create("fit");
+  tcase_add_test(fit, fit_recovers_one_piece);
+  tcase_add_test(fit, fit_recovers_protocol_split);
+  tcase_add_test(fit, fit_recovers_cache_split);
+  tcase_add_test(fit, fit_flags_poor);
+  tcase_add_test(fit, fit_rejects_bad_points);
+  tcase_add_test(fit, nnls_keeps_coefficients_nonnegative);
+  tcase_add_test(fit, fit_reduce_recovers);
+  tcase_add_test(fit, model_derived_quantities);
+  suite_add_tcase(s, fit);
+  TCase *cls = tcase_create("classify");
+  tcase_add_test(cls, classify_rules);
+  tcase_add_test(cls, classify_synthetic_sites);
+  tcase_add_test(cls, best_path_skips_poor_fits);
+  suite_add_tcase(s, cls);
+  TCase *files = tcase_create("files");
+  tcase_add_test(files, profile_round_trip);
+  tcase_add_test(files, profile_rejects_bad_files);
+  tcase_add_test(files, json_parser);
+  tcase_add_test(files, trace_files_merge_ranks);
+  tcase_add_test(files, path_names);
+  tcase_add_test(files, xml_checker_itself);
+  tcase_add_test(files, svg_plots_are_well_formed);
+  tcase_add_test(files, reports_json_and_csv);
+  suite_add_tcase(s, files);
+  return s;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1)
+    dir = argv[1];
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
