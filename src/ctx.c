@@ -85,6 +85,7 @@ static void ctx_free(rmaop_ctx ctx) {
     if (ctx->comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->comm);
   }
   rmaop__trace_free(ctx);
+  rmaop__request_pool_free(ctx);
   free(ctx->node_of);
   free(ctx);
 }

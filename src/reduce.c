@@ -1,38 +1,51 @@
 /* Reductions through the backend, and requests. */
 #include "rmaop_impl.h"
 
+#include <stddef.h>
 #include <stdio.h>
 
+/* Requests come from a small per-context pool; buffers of up to 16 doubles live inside the request.
+ * A solver's reductions therefore allocate nothing per iteration. */
 static rmaop_status request_new(rmaop_ctx ctx, const char *label, int64_t count, rmaop_request *out) {
-  rmaop_request r = NULL;
-  RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *r, "request", (void **)&r));
-  if (count > 0 && rmaop__malloc(ctx, (size_t)count * sizeof(double), "reduction buffer", (void **)&r->buf) != RMAOP_OK) {
+  rmaop_request r = ctx->nreq_pool > 0 ? ctx->req_pool[--ctx->nreq_pool] : NULL;
+  if (!r) RMAOP_CHECK(rmaop__malloc(ctx, sizeof *r, "request", (void **)&r));
+  memset(r, 0, offsetof(struct rmaop_request_s, inline_buf));
+  if (count > 16 && rmaop__malloc(ctx, (size_t)count * sizeof(double), "reduction buffer", (void **)&r->buf) != RMAOP_OK) {
     free(r);
     return RMAOP_ERR_NOMEM;
   }
+  if (count > 0 && count <= 16) r->buf = r->inline_buf;
   r->ctx = ctx;
   r->count = count;
   r->out = r->buf;
-  snprintf(r->label, sizeof r->label, "%s", label);
-  r->t_begin = rmaop__wtime();
+  const size_t n = strnlen(label, sizeof r->label - 1);
+  memcpy(r->label, label, n);
+  r->label[n] = '\0';
   *out = r;
   return RMAOP_OK;
 }
 
 static void request_free(rmaop_request r) {
-  free(r->buf);
-  free(r);
+  rmaop_ctx ctx = r->ctx;
+  if (r->buf != r->inline_buf) free(r->buf);
+  if (ctx->nreq_pool < (int)(sizeof ctx->req_pool / sizeof ctx->req_pool[0])) ctx->req_pool[ctx->nreq_pool++] = r;
+  else free(r);
+}
+
+void rmaop__request_pool_free(rmaop_ctx ctx) {
+  while (ctx->nreq_pool > 0) free(ctx->req_pool[--ctx->nreq_pool]);
 }
 
 static rmaop_status start(rmaop_request r, const double *in, rmaop_redop op) {
   rmaop_ctx ctx = r->ctx;
   r->in = in;
   r->op = op;
+  const double t0 = rmaop__wtime();
+  r->t_begin = t0;
   if (ctx->defer_next && ctx->backend->reduce) { /* the caller waits at once: one blocking call there */
     r->deferred = 1;
     return RMAOP_OK;
   }
-  const double t0 = rmaop__wtime();
   rmaop_status st = ctx->backend->reduce_begin(ctx, in, r->out, r->count, op, &r->backend_req);
   ctx->comm_time += rmaop__wtime() - t0;
   if (st != RMAOP_OK) request_free(r);

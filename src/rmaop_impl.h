@@ -119,6 +119,8 @@ struct rmaop_ctx_s {
   rmaop__trace_rec *trace;
   double comm_time;       /* seconds spent inside plan begin/end and reduction begin/wait calls */
   int defer_next;         /* set by blocking callers: the next reduction may run blocking at its wait */
+  rmaop_request req_pool[8]; /* freed requests kept for reuse: no allocation per dot */
+  int nreq_pool;
   char last_error[1024];
 };
 
@@ -207,6 +209,7 @@ struct rmaop_request_s {
   char label[64];
   double t_begin;
   rmaop_status (*finish)(rmaop_request req);
+  double inline_buf[16];   /* small reductions (dots of a solver iteration) need no allocation */
 };
 
 /* ---- reductions (src/reduce.c) ----------------------------------------------------------------- */
@@ -219,6 +222,8 @@ rmaop_status rmaop__reduce_flagged_begin(rmaop_ctx ctx, rmaop_status local, cons
                                          rmaop_redop op, const char *label, int local_only,
                                          rmaop_status (*finish)(rmaop_request), void *out, int nout,
                                          rmaop_request *req);
+
+void rmaop__request_pool_free(rmaop_ctx ctx);
 
 /* ---- plan helpers used by backends ------------------------------------------------------------- */
 

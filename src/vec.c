@@ -21,6 +21,11 @@ static rmaop_status check_vec(rmaop_ctx ctx, const char *fn, const char *name, r
   return RMAOP_OK;
 }
 
+static int layouts_match(rmaop_vec x, rmaop_vec y) {
+  return x->layout == y->layout || (x->layout->kind == y->layout->kind && x->layout->global_n == y->layout->global_n &&
+                                    x->local_n == y->local_n);
+}
+
 /* Two vectors can be combined when they live in one context with the same dtype and distribution. */
 static rmaop_status check_pair(const char *fn, const char *xn, rmaop_vec x, const char *yn, rmaop_vec y) {
   rmaop_ctx ctx = x ? x->ctx : y ? y->ctx : NULL;
@@ -29,15 +34,16 @@ static rmaop_status check_pair(const char *fn, const char *xn, rmaop_vec x, cons
   RMAOP_REQUIRE(ctx, x->ctx == y->ctx, RMAOP_ERR_ARG, "%s: %s and %s belong to different contexts", fn, xn, yn);
   RMAOP_REQUIRE(ctx, x->dtype == y->dtype, RMAOP_ERR_ARG, "%s: %s is %s but %s is %s", fn, xn,
                 rmaop_dtype_name(x->dtype), yn, rmaop_dtype_name(y->dtype));
-  RMAOP_REQUIRE(ctx,
-                x->layout == y->layout ||
-                    (x->layout->kind == y->layout->kind && x->layout->global_n == y->layout->global_n &&
-                     x->local_n == y->local_n),
-                RMAOP_ERR_ARG, "%s: layouts differ: %s has %lld of %lld elements here (%s), %s has %lld of %lld (%s)", fn,
+  RMAOP_REQUIRE(ctx, layouts_match(x, y), RMAOP_ERR_ARG, "%s: layouts differ: %s has %lld of %lld elements here (%s), %s has %lld of %lld (%s)", fn,
                 xn, (long long)x->local_n, (long long)x->layout->global_n,
                 x->layout->kind == RMAOP_LAYOUT_SCATTER ? "scatter" : "broadcast", yn, (long long)y->local_n,
                 (long long)y->layout->global_n, y->layout->kind == RMAOP_LAYOUT_SCATTER ? "scatter" : "broadcast");
   return RMAOP_OK;
+}
+
+/* The conditions check_pair() enforces, without building a message: the hot path of a dot. */
+static int pair_ok(rmaop_vec x, rmaop_vec y) {
+  return x && y && x->ctx == y->ctx && x->dtype == y->dtype && layouts_match(x, y);
 }
 
 static rmaop_status check_scalar(rmaop_vec x, const char *fn, const char *name, double _Complex a) {
@@ -248,11 +254,13 @@ static rmaop_status mdot_local(int n, const rmaop_vec x[], const rmaop_vec y[], 
                 x ? "y" : "x");
   RMAOP_REQUIRE(ctx, r != NULL, RMAOP_ERR_ARG, "rmaop_vec_mdot: result array r is NULL");
   for (int k = 0; k < n; ++k) {
-    char xn[24], yn[24];
-    snprintf(xn, sizeof xn, "x[%d]", k);
-    snprintf(yn, sizeof yn, "y[%d]", k);
-    RMAOP_CHECK(check_pair("rmaop_vec_mdot", xn, x[k], yn, y[k]));
-    RMAOP_REQUIRE(ctx, x[k]->ctx == ctx, RMAOP_ERR_ARG, "rmaop_vec_mdot: %s belongs to another context than x[0]", xn);
+    if (!pair_ok(x[k], y[k]) || x[k]->ctx != ctx) { /* the slow path names the culprit */
+      char xn[24], yn[24];
+      snprintf(xn, sizeof xn, "x[%d]", k);
+      snprintf(yn, sizeof yn, "y[%d]", k);
+      RMAOP_CHECK(check_pair("rmaop_vec_mdot", xn, x[k], yn, y[k]));
+      return RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_vec_mdot: %s belongs to another context than x[0]", xn);
+    }
     local_dot(x[k], y[k], partials + 2 * k);
   }
   /* Pairs may mix layout kinds. Every rank holds a BROADCAST pair whole: only rank 0 contributes its
