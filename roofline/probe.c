@@ -236,21 +236,26 @@ static void progress_show(progress *p, int final) {
 
 /* ---- one path ----------------------------------------------------------------------------------------- */
 
-static rmaop_status open_ctx(const char *name, const roof_probe_options *o, rmaop_ctx *ctx) {
-  char backend[16], sync[16], transport[16], memory[16], err[ROOF_ERR_MAX];
-  if (roof_path_parse(name, backend, sync, transport, memory, err, sizeof err))
-    return RMAOP_ERR_ARG;
+rmaop_status roof_path_ctx(const char *backend, const char *sync, const char *transport, const char *memory,
+                           rmaop_ctx *ctx) {
   rmaop_ctx_options opts;
   rmaop_ctx_options_init(&opts);
   opts.backend = backend;
-  opts.memory = o->memory;
+  opts.memory = memory;
   if (strcmp(backend, "rma") == 0) {
     opts.rma_sync = sync;
     opts.rma_transport = transport;
   }
   opts.trace = 0;
-  opts.timeout = 60; /* a lost peer ends the probe with an error instead of hanging a CI job */
+  opts.timeout = 60; /* a lost peer ends the tool with an error instead of hanging a CI job */
   return rmaop_ctx_create(MPI_COMM_WORLD, &opts, ctx);
+}
+
+static rmaop_status open_ctx(const char *name, const roof_probe_options *o, rmaop_ctx *ctx) {
+  char backend[16], sync[16], transport[16], memory[16], err[ROOF_ERR_MAX];
+  if (roof_path_parse(name, backend, sync, transport, memory, err, sizeof err))
+    return RMAOP_ERR_ARG;
+  return roof_path_ctx(backend, sync, transport, o->memory, ctx);
 }
 
 static int probe_epochs(rmaop_ctx ctx, const grid *g, const roof_probe_options *o, roof_path *p, progress *pr) {

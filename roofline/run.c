@@ -175,17 +175,7 @@ static rmaop_status open_path(const char *name, const roof_run_options *o, solve
     sscanf(name, "rma.%15[^.]", sync);
   else
     roof_path_parse(name, backend, sync, transport, memory, err, sizeof err);
-  rmaop_ctx_options opts;
-  rmaop_ctx_options_init(&opts);
-  opts.backend = backend;
-  opts.memory = o->memory;
-  if (strcmp(backend, "rma") == 0) {
-    opts.rma_sync = sync;
-    opts.rma_transport = transport;
-  }
-  opts.trace = 0;
-  opts.timeout = 60;
-  rmaop_status st = rmaop_ctx_create(MPI_COMM_WORLD, &opts, &s->ctx);
+  rmaop_status st = roof_path_ctx(backend, sync, transport, o->memory, &s->ctx);
   if (st != RMAOP_OK)
     return st;
   st = bench_problem_create(s->ctx, o->problem, o->n, &s->prob);

@@ -33,6 +33,9 @@ typedef struct {
 
 /* Collective over MPI_COMM_WORLD. Return the process exit status (identical on every rank). */
 int roof_probe(const roof_probe_options *o);
+/* A context on one path (rma: sync and transport apply), tracing off, a 60 s timeout. Collective. */
+rmaop_status roof_path_ctx(const char *backend, const char *sync, const char *transport, const char *memory,
+                           rmaop_ctx *ctx);
 int roof_run_command(const roof_run_options *o);
 /* Fits the raw medians of profile @p in again and writes profile @p out (+ its plot). */
 int roof_refit(const char *in, const char *out);

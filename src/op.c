@@ -107,6 +107,14 @@ rmaop_status rmaop_op_apply_adjoint(rmaop_op A, rmaop_vec y, rmaop_vec x) {
   return rmaop_op_apply_adjoint_end(A);
 }
 
+/* Records the parts a composite applies (borrowed copies; the impl holds the references). */
+static void set_parts(rmaop_op C, rmaop_op a, rmaop_op b) {
+  C->own_parts[0] = a;
+  C->own_parts[1] = b;
+  C->nparts = b ? 2 : 1;
+  C->parts = C->own_parts;
+}
+
 /* ---- sum ---- */
 
 typedef struct {
@@ -295,10 +303,7 @@ rmaop_status rmaop_op_create_product(rmaop_op A, rmaop_op B, rmaop_op *out) {
   p->B = B;
   A->refs++;
   B->refs++;
-  (*out)->own_parts[0] = A;
-  (*out)->own_parts[1] = B;
-  (*out)->nparts = 2;
-  (*out)->parts = (*out)->own_parts;
+  set_parts(*out, A, B);
   return RMAOP_OK;
 }
 
@@ -354,9 +359,7 @@ rmaop_status rmaop_op_create_scaled(rmaop_op A, double _Complex alpha, rmaop_op 
     return st;
   }
   A->refs++;
-  (*out)->own_parts[0] = A;
-  (*out)->nparts = 1;
-  (*out)->parts = (*out)->own_parts;
+  set_parts(*out, A, NULL);
   return RMAOP_OK;
 }
 
@@ -382,9 +385,7 @@ rmaop_status rmaop_op_create_adjoint(rmaop_op A, rmaop_op *out) {
   RMAOP_REQUIRE(A->ctx, out != NULL, RMAOP_ERR_ARG, "rmaop_op_create_adjoint: result (output) is NULL");
   RMAOP_CHECK(rmaop__op_new(A->ctx, "adjoint", A->dtype, A->data, A->model, &adjoint_ops, A, out));
   A->refs++;
-  (*out)->own_parts[0] = A;
-  (*out)->nparts = 1;
-  (*out)->parts = (*out)->own_parts;
+  set_parts(*out, A, NULL);
   return RMAOP_OK;
 }
 
