@@ -350,9 +350,12 @@ rmaop_status rmaop_win_epoch_end(rmaop_win win) {
   rmaop_ctx ctx = win->ctx;
   RMAOP_REQUIRE(ctx, win->in_epoch, RMAOP_ERR_ARG, "rmaop_win_epoch_end: no epoch is open on this window");
   RMAOP_CHECK(rma__epoch_end(win));
-  if (ctx->trace_on)
+  if (ctx->trace_on) {
+    /* Between a public epoch's begin and end come the user's puts and gets: all of it is rmaop's. */
+    const double span = rmaop__wtime() - win->t_begin;
     rmaop__trace_record(ctx, "win", "epoch", win->transport_name, win->ops,
-                        win->ops ? (double)win->op_bytes / (double)win->ops : 0.0, rmaop__wtime() - win->t_begin);
+                        win->ops ? (double)win->op_bytes / (double)win->ops : 0.0, span, span);
+  }
   return RMAOP_OK;
 }
 

@@ -56,16 +56,18 @@ static double predict(const roof_site *s, const roof_path *p) {
   return roof_time(&p->fit, s->messages, s->bytes_per_message);
 }
 
-/* A plan's trace time spans begin..end, so computation the solver overlaps in between counts as
- * communication time: for plans that is the first suspect, then waiting for a late neighbour. */
+/* The measured time is spent inside rmaop's calls (or, for old trace files, the begin..end span, which
+ * also holds computation overlapped in between): far above the roof it is mostly waiting for a late peer. */
 static const char *cause_of(const roof_site *s, roof_class c) {
-  int plan = strcmp(s->kind, "reduce") != 0;
+  int plan = strcmp(s->kind, "reduce") != 0, span = s->time_inside <= 0;
   if (c == ROOF_PATHOLOGICAL)
-    return plan ? "overlapped computation inside begin..end, or progress/contention (E < 0.1)"
-                : "progress or contention (E < 0.1): a rank is not progressing or cores are shared";
+    return plan ? (span ? "overlapped computation inside begin..end, or a late neighbour (E < 0.1)"
+                        : "waiting for a late neighbour (load imbalance), or progress/contention (E < 0.1)")
+                : "waiting for the slowest rank (load imbalance), or progress/contention (E < 0.1)";
   if (c != ROOF_OVERHEAD)
     return "";
-  return plan ? "overlapped computation inside begin..end, or synchronization with a late neighbour"
+  return plan ? (span ? "overlapped computation inside begin..end, or synchronization with a late neighbour"
+                      : "synchronization with a late neighbour")
               : "synchronization: waiting for the slowest rank to arrive";
 }
 
@@ -104,7 +106,10 @@ int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, r
   a->on = calloc(prof->npaths ? (size_t)prof->npaths : 1, sizeof *a->on);
   if (!a->on)
     return -1;
-  a->per_call = s->calls > 0 ? s->time_total / s->calls : 0;
+  /* Measured: the time inside rmaop's calls when the trace has it (it excludes computation overlapped
+   * between begin and end), else the begin..end span. */
+  const double t = s->time_inside > 0 ? s->time_inside : s->time_total;
+  a->per_call = s->calls > 0 ? t / s->calls : 0;
   a->achieved = a->per_call > 0 ? site_bytes(s) / a->per_call : 0;
   a->calls_per_iter = iterations > 0 ? s->calls / iterations : s->calls;
   for (int j = 0; j < prof->npaths; ++j) {

@@ -176,6 +176,7 @@ typedef struct {
   char kind[16];            /* "plan", "reduce", "epoch" */
   char path[ROOF_NAME_MAX]; /* the path it ran on ("rma.lock.shm"), from backend/sync/transport */
   double calls, messages, bytes_per_message, time_total;
+  double time_inside; /* seconds inside rmaop's calls (0: unknown, older trace files); measured time when > 0 */
 } roof_site;
 
 /* Reads the JSON written by rmaop_trace_write_json(); merges into @p sites (same label and kind: max of

@@ -306,7 +306,7 @@ int roof_svg_roofline(const char *file, const roof_run *runs, int nruns, const r
   text(f, 455, 28, "middle", 17, "font-weight=\"bold\"", "Message roofline (rmaop-roofline)");
   snprintf(sub, sizeof sub,
            "%d ranks, %s memory; model of Ding, Haseeb, Groves, Williams (SC'23 workshops); "
-           "plan times include overlapped work",
+           "sites measured inside rmaop's calls",
            prof->ranks, prof->memory);
   text(f, 455, 48, "middle", 11, "fill=\"#444444\"", sub);
   axes(f, &fr, "bytes per message", "bandwidth (GB/s)");

@@ -368,7 +368,8 @@ rmaop_status rmaop_plan_begin(rmaop_plan plan, const void *src, void *dst, rmaop
   const double t0 = rmaop__wtime();
   plan->t_begin = t0;
   RMAOP_CHECK(ctx->backend->plan_begin(plan));
-  ctx->comm_time += rmaop__wtime() - t0;
+  plan->t_inside = rmaop__wtime() - t0;
+  ctx->comm_time += plan->t_inside;
   plan->active = 1;
   return RMAOP_OK;
 }
@@ -384,7 +385,7 @@ rmaop_status rmaop_plan_end(rmaop_plan plan) {
   ctx->comm_time += t1 - t0;
   if (ctx->trace_on)
     rmaop__trace_record(ctx, plan->label, "plan", plan->trace_transport, plan->trace_messages,
-                        plan->trace_bytes_per_message, t1 - plan->t_begin);
+                        plan->trace_bytes_per_message, t1 - plan->t_begin, plan->t_inside + (t1 - t0));
   return RMAOP_OK;
 }
 

@@ -47,7 +47,8 @@ static rmaop_status start(rmaop_request r, const double *in, rmaop_redop op) {
     return RMAOP_OK;
   }
   rmaop_status st = ctx->backend->reduce_begin(ctx, in, r->out, r->count, op, &r->backend_req);
-  ctx->comm_time += rmaop__wtime() - t0;
+  r->t_inside = rmaop__wtime() - t0;
+  ctx->comm_time += r->t_inside;
   if (st != RMAOP_OK) request_free(r);
   else r->started = 1;
   return st;
@@ -125,11 +126,12 @@ rmaop_status rmaop_request_wait(rmaop_request *preq) {
   const double t0 = rmaop__wtime();
   if (r->deferred) st = ctx->backend->reduce(ctx, r->in, r->out, r->count, r->op);
   else if (r->started) st = ctx->backend->reduce_end(ctx, r->backend_req);
-  ctx->comm_time += rmaop__wtime() - t0;
+  const double t1 = rmaop__wtime();
+  ctx->comm_time += t1 - t0;
   *preq = NULL;
   if (st == RMAOP_OK && ctx->trace_on && (r->started || r->deferred))
     rmaop__trace_record(ctx, r->label, "reduce", ctx->backend->reduce_transport(ctx), (uint64_t)(ctx->size - 1),
-                        (double)(r->count * (int64_t)sizeof(double)), rmaop__wtime() - r->t_begin);
+                        (double)(r->count * (int64_t)sizeof(double)), t1 - r->t_begin, r->t_inside + (t1 - t0));
   if (st == RMAOP_OK && r->has_flag) {
     if (r->local != RMAOP_OK) st = r->local; /* message recorded when the argument was checked */
     else if (r->buf[r->count - 1] != 0.0)

@@ -182,6 +182,7 @@ struct rmaop_plan_s {
   void *cur_dst;
   rmaop_mode cur_mode;
   double t_begin;
+  double t_inside;           /* seconds spent inside rmaop_plan_begin of the current execution */
 
   /* trace: what one execution moves, set by the backend at setup */
   uint64_t trace_messages;
@@ -208,6 +209,7 @@ struct rmaop_request_s {
   rmaop_status local;      /* this rank's own argument error, returned after the reduction */
   char label[64];
   double t_begin;
+  double t_inside;         /* seconds inside the begin call */
   rmaop_status (*finish)(rmaop_request req);
   double inline_buf[16];   /* small reductions (dots of a solver iteration) need no allocation */
 };
@@ -266,8 +268,9 @@ rmaop_status rmaop__vec_fill_random(rmaop_vec v, unsigned seed);
 
 /* ---- trace ------------------------------------------------------------------------------------- */
 
+/* `seconds`: begin to end; `inside`: the part spent inside rmaop's own calls. */
 void rmaop__trace_record(rmaop_ctx ctx, const char *label, const char *kind, const char *transport,
-                         uint64_t messages, double bytes_per_message, double seconds);
+                         uint64_t messages, double bytes_per_message, double seconds, double inside);
 void rmaop__trace_free(rmaop_ctx ctx);
 
 /* ---- element kernels (host) -------------------------------------------------------------------- */

@@ -10,7 +10,7 @@ struct rmaop__trace_rec {
 };
 
 void rmaop__trace_record(rmaop_ctx ctx, const char *label, const char *kind, const char *transport, uint64_t messages,
-                         double bytes_per_message, double seconds) {
+                         double bytes_per_message, double seconds, double inside) {
   if (!ctx->trace) {
     ctx->trace = calloc(1, sizeof *ctx->trace);
     if (!ctx->trace) return; /* tracing is best effort: never fails the operation it observes */
@@ -39,6 +39,7 @@ void rmaop__trace_record(rmaop_ctx ctx, const char *label, const char *kind, con
   s->bytes_per_message = bytes_per_message;
   s->transport = transport;
   s->time_total += seconds;
+  s->time_inside += inside;
   if (seconds < s->time_min) s->time_min = seconds;
   if (seconds > s->time_max) s->time_max = seconds;
 }
@@ -111,7 +112,8 @@ rmaop_status rmaop_trace_write_json(rmaop_ctx ctx, const char *path) {
             s->backend, s->transport, s->sync);
     fprintf(f, "\"calls\": %llu, \"messages\": %llu, \"bytes_per_message\": %.17g, ", (unsigned long long)s->calls,
             (unsigned long long)s->messages, s->bytes_per_message);
-    fprintf(f, "\"time_total\": %.9g, \"time_min\": %.9g, \"time_max\": %.9g}", s->time_total, s->time_min, s->time_max);
+    fprintf(f, "\"time_total\": %.9g, \"time_min\": %.9g, \"time_max\": %.9g, \"time_inside\": %.9g}", s->time_total,
+            s->time_min, s->time_max, s->time_inside);
   }
   fprintf(f, "\n]}\n");
   int bad = ferror(f);

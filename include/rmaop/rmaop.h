@@ -474,7 +474,8 @@ typedef struct {
   uint64_t calls;
   uint64_t messages;       /**< messages per call (to other ranks) */
   double bytes_per_message;
-  double time_total, time_min, time_max; /**< seconds, begin to end */
+  double time_total, time_min, time_max; /**< seconds, begin to end (includes work overlapped in between) */
+  double time_inside;                    /**< seconds inside rmaop's calls (begin + end, or begin + wait), summed */
 } rmaop_trace_site;
 
 /** Turns recording on or off (RMAOP_TRACE=1 sets it at creation). Not collective. */
