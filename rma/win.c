@@ -122,7 +122,19 @@ static rmaop_status make_data_window(rmaop_win w, void *user_base, size_t bytes,
   } else if (w->owns_memory) {
     RMAOP_CHECK_MPI(ctx, MPI_Win_allocate((MPI_Aint)total, 1, MPI_INFO_NULL, ctx->comm, &base, &w->win));
   } else {
-    RMAOP_CHECK_MPI(ctx, MPI_Win_create(user_base, (MPI_Aint)bytes, 1, MPI_INFO_NULL, ctx->comm, &w->win));
+    int rc = MPI_Win_create(user_base, (MPI_Aint)bytes, 1, MPI_INFO_NULL, ctx->comm, &w->win);
+    if (rc != MPI_SUCCESS) {
+      /* Seen with Open MPI 4.1 where no single-copy mechanism (CMA, xpmem) is usable between processes:
+       * its one-sided components then cannot expose memory they did not allocate. */
+      char mpi_msg[MPI_MAX_ERROR_STRING] = "";
+      int len = 0;
+      MPI_Error_string(rc, mpi_msg, &len);
+      return RMAOP_ERROR(ctx, RMAOP_ERR_MPI,
+                         "MPI_Win_create over user memory failed: %s. This MPI cannot expose memory it did not "
+                         "allocate (Open MPI needs a cross-process single-copy mechanism such as CMA); "
+                         "rmaop_win_allocate works everywhere",
+                         mpi_msg);
+    }
   }
   RMAOP_CHECK(set_errhandler(w, w->win));
   w->base = base;
