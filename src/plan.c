@@ -403,6 +403,11 @@ static void apply_self(rmaop_plan plan, const void *src, void *dst, rmaop_mode m
 }
 
 rmaop_status rmaop__plan_unpack(rmaop_plan plan, const void *staging, const void *src, void *dst, rmaop_mode mode) {
+  return rmaop__plan_unpack_skip(plan, staging, src, dst, mode, NULL);
+}
+
+rmaop_status rmaop__plan_unpack_skip(rmaop_plan plan, const void *staging, const void *src, void *dst, rmaop_mode mode,
+                                     const unsigned char *skip) {
   const int me = plan->ctx->rank;
   const int64_t es = (int64_t)plan->esize;
   int self_done = 0;
@@ -411,7 +416,7 @@ rmaop_status rmaop__plan_unpack(rmaop_plan plan, const void *staging, const void
       apply_self(plan, src, dst, mode);
       self_done = 1;
     }
-    for (int i = plan->recv_peer_first[g]; i < plan->recv_peer_first[g + 1]; ++i) {
+    for (int i = plan->recv_peer_first[g]; i < plan->recv_peer_first[g + 1] && !(skip && skip[g]); ++i) {
       const rmaop_transfer *t = &plan->recv[i];
       rmaop__host_apply(plan->dtype, (char *)dst + t->dst_offset * es, (const char *)staging + plan->recv_disp[i] * es,
                         t->count, mode);

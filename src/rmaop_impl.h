@@ -232,6 +232,10 @@ void rmaop__request_pool_free(rmaop_ctx ctx);
 /* Applies the received data: for every receive in canonical order (self transfers included at their
  * rank's position), dst[dst_offset..] = or += staging[disp..] (self: src[src_offset..]). Host memory. */
 rmaop_status rmaop__plan_unpack(rmaop_plan plan, const void *staging, const void *src, void *dst, rmaop_mode mode);
+/* The same, leaving out the origins g with skip[g] != 0 (indexed like recv_peers; NULL: none): a backend
+ * that received them straight into dst. */
+rmaop_status rmaop__plan_unpack_skip(rmaop_plan plan, const void *staging, const void *src, void *dst, rmaop_mode mode,
+                                     const unsigned char *skip);
 
 /* ---- operators (src/op.c) ---------------------------------------------------------------------- */
 

@@ -43,7 +43,13 @@ typedef struct {
   int64_t *pack_disp; /* [nsend_peers] element offset in pack, or -1: sent straight from src */
   ts_msg *rmsg;       /* [nrecv_peers] */
   ts_msg *smsg;       /* [nsend_peers] */
-  MPI_Request *req;   /* [nrecv_peers] persistent receives, [nsend_peers] sends, [nsend_peers] failure notes */
+  MPI_Request *req;   /* [nrecv_peers] receives of this execution, [nsend_peers] sends, [nsend_peers] failure notes */
+  MPI_Request *rpers; /* [nrecv_peers] persistent receives into the staging buffer (req[k] aliases them) */
+  unsigned char *one; /* [nrecv_peers]: the origin sends one transfer, so it can land in dst directly */
+  int disjoint;       /* no two incoming (or self) transfers write the same dst element */
+  MPI_Datatype *stype; /* [nsend_peers] indexed type over src for a peer's several transfers (or NULL type) */
+  MPI_Datatype *rtype; /* [nrecv_peers] indexed type over dst for an origin's several transfers (or NULL type) */
+  unsigned char *in_place; /* [nrecv_peers] this execution received origin k straight into dst */
   MPI_Status *stat;   /* [nrecv_peers + 2 nsend_peers] */
   int *persistent;    /* [nsend_peers]: req[nrecv_peers + k] is a persistent send (from pack) */
 } ts_plan;
@@ -171,9 +177,19 @@ static void ts_plan_free(rmaop_plan plan) {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized && t->req) {
-    for (int i = 0; i < plan->nrecv_peers + 2 * plan->nsend_peers; ++i)
+    /* req[0..nrecv) alias rpers or are completed direct receives: free the persistent ones only. */
+    for (int i = plan->nrecv_peers; i < plan->nrecv_peers + 2 * plan->nsend_peers; ++i)
       if (t->req[i] != MPI_REQUEST_NULL)
         MPI_Request_free(&t->req[i]);
+    for (int k = 0; t->rpers && k < plan->nrecv_peers; ++k)
+      if (t->rpers[k] != MPI_REQUEST_NULL)
+        MPI_Request_free(&t->rpers[k]);
+    for (int k = 0; t->rtype && k < plan->nrecv_peers; ++k)
+      if (t->rtype[k] != MPI_DATATYPE_NULL)
+        MPI_Type_free(&t->rtype[k]);
+    for (int k = 0; t->stype && k < plan->nsend_peers; ++k)
+      if (t->stype[k] != MPI_DATATYPE_NULL)
+        MPI_Type_free(&t->stype[k]);
   }
   if (!finalized) {
     for (int k = 0; t->rmsg && k < plan->nrecv_peers; ++k)
@@ -187,10 +203,68 @@ static void ts_plan_free(rmaop_plan plan) {
   free(t->rmsg);
   free(t->smsg);
   free(t->req);
+  free(t->rpers);
+  free(t->one);
+  free(t->stype);
+  free(t->rtype);
+  free(t->in_place);
   free(t->stat);
   free(t->persistent);
   free(t);
   plan->backend_data = NULL;
+}
+
+static int by_start(const void *a, const void *b) {
+  const int64_t *x = a, *y = b;
+  return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* Whether no two incoming or self transfers write the same destination element. Then, in INSERT mode, the
+ * order in which they land does not matter and a single-transfer message may be received straight into dst
+ * (no staging copy, no unpack). */
+static rmaop_status dst_disjoint(rmaop_plan plan, int *disjoint) {
+  const int n = plan->nrecv + plan->nself;
+  int64_t *r = NULL;
+  RMAOP_CHECK(rmaop__calloc(plan->ctx, 2 * (size_t)n + 2, sizeof(int64_t), "twosided range check", (void **)&r));
+  int m = 0;
+  for (int i = 0; i < n; ++i) {
+    const rmaop_transfer *t = i < plan->nrecv ? &plan->recv[i] : &plan->self[i - plan->nrecv];
+    if (t->count > 0) r[2 * m] = t->dst_offset, r[2 * m + 1] = t->dst_offset + t->count, ++m;
+  }
+  qsort(r, (size_t)m, 2 * sizeof(int64_t), by_start);
+  *disjoint = 1;
+  for (int i = 1; i < m; ++i)
+    if (r[2 * i] < r[2 * i - 1]) *disjoint = 0;
+  free(r);
+  return RMAOP_OK;
+}
+
+/* This execution receives origin k straight into dst. */
+static int direct(const ts_plan *t, rmaop_plan plan, int k) {
+  return plan->cur_mode == RMAOP_INSERT && t->disjoint && (t->one[k] || t->rtype[k] != MPI_DATATYPE_NULL);
+}
+
+/* An indexed datatype over the n transfers (their src offsets, or their dst offsets), so a message of several
+ * transfers needs no packing or unpacking copy. MPI_DATATYPE_NULL when an offset or count does not fit an
+ * int: the caller keeps the copying path. */
+static rmaop_status indexed_type(rmaop_plan plan, const rmaop_transfer *t, int n, int at_src, MPI_Datatype *out) {
+  rmaop_ctx ctx = plan->ctx;
+  *out = MPI_DATATYPE_NULL;
+  for (int i = 0; i < n; ++i)
+    if (t[i].count > INT_MAX || (at_src ? t[i].src_offset : t[i].dst_offset) > INT_MAX) return RMAOP_OK;
+  int *len = NULL;
+  RMAOP_CHECK(rmaop__calloc(ctx, 2 * (size_t)n, sizeof(int), "twosided indexed type", (void **)&len));
+  int *disp = len + n;
+  for (int i = 0; i < n; ++i) {
+    len[i] = (int)t[i].count;
+    disp[i] = (int)(at_src ? t[i].src_offset : t[i].dst_offset);
+  }
+  rmaop_status st = RMAOP_OK;
+  RMAOP_CHECK_MPI_GOTO(ctx, MPI_Type_indexed(n, len, disp, elem_type(plan->dtype), out), st, done);
+  RMAOP_CHECK_MPI_GOTO(ctx, MPI_Type_commit(out), st, done);
+done:
+  free(len);
+  return st;
 }
 
 static rmaop_status ts_plan_setup(rmaop_plan plan) {
@@ -222,21 +296,41 @@ static rmaop_status ts_plan_setup(rmaop_plan plan) {
   /* Receive staging and one persistent receive per origin. */
   RMAOP_CHECK_GOTO(rmaop__calloc(ctx, (size_t)plan->recv_total, plan->esize, "twosided receive staging", &t->staging),
                    st, err);
+  RMAOP_CHECK_GOTO(rmaop__calloc(ctx, nr ? (size_t)nr : 1, sizeof(MPI_Request), "twosided receives", (void **)&t->rpers),
+                   st, err);
+  RMAOP_CHECK_GOTO(rmaop__calloc(ctx, nr ? (size_t)nr : 1, 1, "twosided direct flags", (void **)&t->one), st, err);
+  for (int k = 0; k < nr; ++k) t->rpers[k] = MPI_REQUEST_NULL;
   for (int k = 0; k < nr; ++k) {
     RMAOP_CHECK_GOTO(msg_make(ctx, plan->dtype, plan->recv_peer_count[k], &t->rmsg[k]), st, err);
     void *buf = (char *)t->staging + (size_t)plan->recv_peer_disp[k] * plan->esize;
     RMAOP_CHECK_MPI_GOTO(
-        ctx, MPI_Recv_init(buf, t->rmsg[k].count, t->rmsg[k].type, plan->recv_peers[k], t->tag, ctx->comm, &t->req[k]),
+        ctx, MPI_Recv_init(buf, t->rmsg[k].count, t->rmsg[k].type, plan->recv_peers[k], t->tag, ctx->comm, &t->rpers[k]),
         st, err);
+    t->one[k] = plan->recv_peer_first[k + 1] - plan->recv_peer_first[k] == 1;
   }
+  RMAOP_CHECK_GOTO(dst_disjoint(plan, &t->disjoint), st, err);
+  RMAOP_CHECK_GOTO(rmaop__calloc(ctx, nr ? (size_t)nr : 1, sizeof(MPI_Datatype), "twosided receive types",
+                                 (void **)&t->rtype), st, err);
+  RMAOP_CHECK_GOTO(rmaop__calloc(ctx, nr ? (size_t)nr : 1, 1, "twosided in-place flags", (void **)&t->in_place), st, err);
+  for (int k = 0; k < nr; ++k) t->rtype[k] = MPI_DATATYPE_NULL;
+  for (int k = 0; k < nr && t->disjoint; ++k)
+    if (!t->one[k])
+      RMAOP_CHECK_GOTO(indexed_type(plan, &plan->recv[plan->recv_peer_first[k]],
+                                    plan->recv_peer_first[k + 1] - plan->recv_peer_first[k], 0, &t->rtype[k]), st, err);
 
   /* Peers with several transfers get a slot in the pack buffer and a persistent send from it; peers
    * with one transfer are sent straight from the user's src, whose address is known only at begin. */
+  RMAOP_CHECK_GOTO(rmaop__calloc(ctx, ns ? (size_t)ns : 1, sizeof(MPI_Datatype), "twosided send types",
+                                 (void **)&t->stype), st, err);
+  for (int k = 0; k < ns; ++k) t->stype[k] = MPI_DATATYPE_NULL;
   int64_t packed = 0;
   for (int k = 0; k < ns; ++k) {
     int ntr = plan->send_peer_first[k + 1] - plan->send_peer_first[k];
-    t->pack_disp[k] = ntr > 1 ? packed : -1;
-    if (ntr > 1)
+    if (ntr > 1) /* an indexed type sends the transfers straight from src; packing is the fallback */
+      RMAOP_CHECK_GOTO(indexed_type(plan, &plan->send[plan->send_peer_first[k]], ntr, 1, &t->stype[k]), st, err);
+    const int pack = ntr > 1 && t->stype[k] == MPI_DATATYPE_NULL;
+    t->pack_disp[k] = pack ? packed : -1;
+    if (pack)
       packed += plan->send_peer_count[k];
   }
   if (packed > 0)
@@ -277,9 +371,12 @@ static rmaop_status begin_failed(rmaop_plan plan, rmaop_status st, int nrecv_sta
   rmaop_ctx ctx = plan->ctx;
   ts_plan *t = plan->backend_data;
   const int nr = plan->nrecv_peers, ns = plan->nsend_peers;
-  for (int k = nrecv_started; k < nr; ++k)
+  for (int k = nrecv_started; k < nr; ++k) {
+    t->req[k] = t->rpers[k]; /* the staged receive: matching is all that matters here */
+    t->in_place[k] = 0;
     if (MPI_Start(&t->req[k]) != MPI_SUCCESS)
       break; /* nothing better to do: the wait below times out */
+  }
   for (int k = nsend_started; k < ns; ++k)
     MPI_Isend(NULL, 0, MPI_BYTE, plan->send_peers[k], t->tag, ctx->comm, &t->req[nr + ns + k]);
   char saved[sizeof ctx->last_error];
@@ -296,9 +393,21 @@ static rmaop_status ts_plan_begin(rmaop_plan plan) {
   int rc = MPI_SUCCESS, k = 0;
 
   /* Receives first, so that early senders find them posted. */
-  for (k = 0; k < nr; ++k)
-    if ((rc = MPI_Start(&t->req[k])) != MPI_SUCCESS)
+  for (k = 0; k < nr; ++k) {
+    t->in_place[k] = (unsigned char)direct(t, plan, k);
+    if (t->in_place[k] && t->one[k]) {
+      const rmaop_transfer *tr = &plan->recv[plan->recv_peer_first[k]];
+      rc = MPI_Irecv(elem_ptr(plan, plan->cur_dst, tr->dst_offset), t->rmsg[k].count, t->rmsg[k].type,
+                     plan->recv_peers[k], t->tag, ctx->comm, &t->req[k]);
+    } else if (t->in_place[k]) {
+      rc = MPI_Irecv(plan->cur_dst, 1, t->rtype[k], plan->recv_peers[k], t->tag, ctx->comm, &t->req[k]);
+    } else {
+      t->req[k] = t->rpers[k];
+      rc = MPI_Start(&t->req[k]);
+    }
+    if (rc != MPI_SUCCESS)
       return begin_failed(plan, rmaop__mpi_error(ctx, rc, __FILE__, __LINE__, "MPI_Start(plan receive)"), k, 0);
+  }
 
   for (k = 0; k < ns; ++k) {
     const int first = plan->send_peer_first[k], last = plan->send_peer_first[k + 1];
@@ -313,6 +422,8 @@ static rmaop_status ts_plan_begin(rmaop_plan plan) {
         at += tr->count;
       }
       rc = MPI_Start(r);
+    } else if (t->stype[k] != MPI_DATATYPE_NULL) {
+      rc = MPI_Isend(plan->cur_src, 1, t->stype[k], plan->send_peers[k], t->tag, ctx->comm, r);
     } else {
       const void *buf =
           plan->send_peer_count[k] > 0 ? elem_ptr(plan, plan->cur_src, plan->send[first].src_offset) : NULL;
@@ -334,15 +445,18 @@ static rmaop_status ts_plan_end(rmaop_plan plan) {
   /* A short message is a peer's failure note (see begin_failed): its own message says why. */
   for (int k = 0; k < nr; ++k) {
     int got = 0;
-    RMAOP_CHECK_MPI(ctx, MPI_Get_count(&t->stat[k], t->rmsg[k].type, &got));
-    if (got != t->rmsg[k].count)
+    /* A message received through the indexed type is complete when it filled exactly one of it. */
+    const int indexed = t->in_place[k] && !t->one[k];
+    RMAOP_CHECK_MPI(ctx, MPI_Get_count(&t->stat[k], indexed ? t->rtype[k] : t->rmsg[k].type, &got));
+    if (got != (indexed ? 1 : t->rmsg[k].count))
       return RMAOP_ERROR(ctx, RMAOP_ERR_REMOTE,
                          "plan \"%s\": rank %d sent %d of %d item(s) (%lld elements expected); it failed in "
                          "rmaop_plan_begin and its message says why",
                          plan->label ? plan->label : "plan", plan->recv_peers[k], got, t->rmsg[k].count,
                          (long long)plan->recv_peer_count[k]);
   }
-  return rmaop__plan_unpack(plan, t->staging, plan->cur_src, plan->cur_dst, plan->cur_mode);
+  /* Origins received straight into dst are already in place. */
+  return rmaop__plan_unpack_skip(plan, t->staging, plan->cur_src, plan->cur_dst, plan->cur_mode, t->in_place);
 }
 
 /* ---- reductions ---------------------------------------------------------------------------------- */

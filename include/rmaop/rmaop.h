@@ -253,8 +253,9 @@ rmaop_status rmaop_plan_reverse(rmaop_plan plan, const char *label, rmaop_plan *
  * INSERT overwrites the destination ranges; ADD adds into them. Contributions to one destination are
  * applied in ascending origin rank (then the origin's transfer order): identical on every backend.
  * With the rma backend in fence mode, begin and end are collective over the whole context (MPI_Win_fence).
- * The destination is written only inside rmaop_plan_end() (every backend stages incoming data), so in
- * ADD mode the caller may keep accumulating into dst between begin and end (operators' adjoints do).
+ * In ADD mode the destination is written only inside rmaop_plan_end() (every backend stages incoming
+ * data), so the caller may keep accumulating into dst between begin and end (operators' adjoints do). In
+ * INSERT mode the destination ranges may be written as data arrives: leave them alone until the end.
  */
 rmaop_status rmaop_plan_begin(rmaop_plan plan, const void *src, void *dst, rmaop_mode mode);
 /** Completes the plan's execution begun by rmaop_plan_begin(). Neighbor-collective. */
