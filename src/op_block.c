@@ -4,13 +4,6 @@
 
 #include <stdio.h>
 
-#define FOR_TYPES(dtype, ...)                                                                \
-  switch (dtype) {                                                                           \
-  case RMAOP_F32: { typedef float T; __VA_ARGS__; } break;                                   \
-  case RMAOP_F64: { typedef double T; __VA_ARGS__; } break;                                  \
-  case RMAOP_C64: { typedef float _Complex T; __VA_ARGS__; } break;                          \
-  case RMAOP_C128: { typedef double _Complex T; __VA_ARGS__; } break;                        \
-  }
 #define CONJ(v) _Generic((v), float _Complex: conjf(v), double _Complex: conj(v), default: (v))
 
 enum { BLOCKDIAG, VSTACK, HSTACK };
@@ -28,7 +21,7 @@ typedef struct {
 
 /* out[0..m) = sum_r M[r, :] * in[r] for a row-major M of n rows, m columns (conjugated when asked). */
 static void rows_axpy(rmaop_dtype dt, const void *Mv, int64_t n, int64_t m, const void *inv, void *outv, int conjugate) {
-  FOR_TYPES(dt, {
+  RMAOP__FOR_DTYPE(dt, {
     const T *M = Mv, *in = inv;
     T *o = outv;
     for (int64_t j = 0; j < m; ++j) o[j] = 0;

@@ -144,14 +144,6 @@ static rmaop_status build_halo(rmaop_ctx ctx, stencil *s, rmaop_dtype dtype, con
 
 /* ---- kernels: T the element type, R its real type ---- */
 
-#define FOR_TYPES(dtype, ...)                                                          \
-  switch (dtype) {                                                                     \
-  case RMAOP_F32: { typedef float T; typedef float R; __VA_ARGS__; } break;            \
-  case RMAOP_F64: { typedef double T; typedef double R; __VA_ARGS__; } break;          \
-  case RMAOP_C64: { typedef float _Complex T; typedef float R; __VA_ARGS__; } break;   \
-  case RMAOP_C128: { typedef double _Complex T; typedef double R; __VA_ARGS__; } break;\
-  }
-
 /* The interior stencil as (offset, coefficient) pairs; the flat loop is specialized on their number so
  * the compiler vectorizes it. `sign` flips the offsets (the adjoint's gather form). */
 typedef struct {
@@ -176,7 +168,7 @@ static terms interior_terms(const stencil *s, int sign) {
   } while (0)
 
 static void flat_stencil(rmaop_dtype dtype, const terms *t, const void *xv, void *yv, int64_t len, int acc) {
-  FOR_TYPES(dtype, {
+  RMAOP__FOR_DTYPE(dtype, {
     const T *x = xv;
     T *y = yv;
     const R c0 = (R)t->c[0], c1 = (R)t->c[1], c2 = (R)t->c[2], c3 = (R)t->c[3], c4 = (R)t->c[4];
@@ -195,7 +187,7 @@ static void flat_stencil(rmaop_dtype dtype, const terms *t, const void *xv, void
 
 /* dst[0..w) (=|+=) c * src[0..w). */
 static void row_axpy(rmaop_dtype dtype, void *dv, double c, const void *sv, int64_t w, int accumulate) {
-  FOR_TYPES(dtype, {
+  RMAOP__FOR_DTYPE(dtype, {
     T *d = dv;
     const T *src = sv;
     const R cc = (R)c;

@@ -277,6 +277,19 @@ void rmaop__trace_record(rmaop_ctx ctx, const char *label, const char *kind, con
                          uint64_t messages, double bytes_per_message, double seconds, double inside);
 void rmaop__trace_free(rmaop_ctx ctx);
 
+/* ---- dtype dispatch -------------------------------------------------------------------------- */
+
+/* Runs the statements with T bound to the element type of `dtype` and R to its real type, so one kernel
+ * serves the four dtypes (no copy per dtype). The casts keep -Wunused-local-typedefs quiet in kernels
+ * that need only one of the two names. */
+#define RMAOP__FOR_DTYPE(dtype, ...)                                                                         \
+  switch (dtype) {                                                                                           \
+  case RMAOP_F32: { typedef float T; typedef float R; (void)sizeof(T); (void)sizeof(R); __VA_ARGS__; } break; \
+  case RMAOP_F64: { typedef double T; typedef double R; (void)sizeof(T); (void)sizeof(R); __VA_ARGS__; } break; \
+  case RMAOP_C64: { typedef float _Complex T; typedef float R; (void)sizeof(T); (void)sizeof(R); __VA_ARGS__; } break; \
+  case RMAOP_C128: { typedef double _Complex T; typedef double R; (void)sizeof(T); (void)sizeof(R); __VA_ARGS__; } break; \
+  }
+
 /* ---- element kernels (host) -------------------------------------------------------------------- */
 
 /* dst[i] (=|+=) src[i] for n elements of dtype. */

@@ -5,15 +5,6 @@
 #include <math.h>
 #include <stdio.h>
 
-/* Runs BODY with T bound to the element type of `dtype`. */
-#define RMAOP__FOR_DTYPE(dtype, ...)                                        \
-  switch (dtype) {                                                          \
-  case RMAOP_F32: { typedef float T; __VA_ARGS__; } break;                  \
-  case RMAOP_F64: { typedef double T; __VA_ARGS__; } break;                 \
-  case RMAOP_C64: { typedef float _Complex T; __VA_ARGS__; } break;         \
-  case RMAOP_C128: { typedef double _Complex T; __VA_ARGS__; } break;       \
-  }
-
 static int is_complex(rmaop_dtype dt) { return dt == RMAOP_C64 || dt == RMAOP_C128; }
 
 static rmaop_status check_vec(rmaop_ctx ctx, const char *fn, const char *name, rmaop_vec v) {
