@@ -158,8 +158,7 @@ static rmaop_status sum_apply_end(rmaop_op A) { return sum_end(A, 0); }
 static rmaop_status sum_adjoint_begin(rmaop_op A, rmaop_vec y, rmaop_vec x) { return sum_begin(A, y, x, 1); }
 static rmaop_status sum_adjoint_end(rmaop_op A) { return sum_end(A, 1); }
 
-static void sum_destroy(rmaop_op A) {
-  sum_impl *s = A->impl;
+static void sum_free(sum_impl *s) {
   for (int i = 0; i < s->n; ++i) {
     rmaop_op_destroy(&s->ops[i]);
     if (i + 1 < s->n) {
@@ -171,6 +170,7 @@ static void sum_destroy(rmaop_op A) {
   free(s->tmp_data);
   free(s);
 }
+static void sum_destroy(rmaop_op A) { sum_free(A->impl); }
 
 static const rmaop__op_ops sum_ops = {sum_apply_begin, sum_apply_end, sum_adjoint_begin, sum_adjoint_end, sum_destroy};
 
@@ -245,10 +245,7 @@ rmaop_status rmaop_op_create_sum(int n, const rmaop_op ops[], rmaop_op *out) {
     (*out)->nparts = n;
     (*out)->parts = s->ops;
   }
-  if (st != RMAOP_OK) {
-    rmaop_op tmp = &(struct rmaop_op_s){.impl = s};
-    sum_destroy(tmp);
-  }
+  if (st != RMAOP_OK) sum_free(s);
   return st;
 }
 

@@ -86,13 +86,13 @@ static rmaop_status block_adjoint_begin(rmaop_op A, rmaop_vec y, rmaop_vec x) {
 static rmaop_status block_adjoint_end(rmaop_op A) {
   return ((block_impl *)A->impl)->kind == VSTACK ? reduce_end(A) : RMAOP_OK;
 }
-static void block_destroy(rmaop_op A) {
-  block_impl *b = A->impl;
+static void block_free(block_impl *b) {
   free(b->B);
   free(b->Bt);
   free(b->red);
   free(b);
 }
+static void block_destroy(rmaop_op A) { block_free(A->impl); }
 static const rmaop__op_ops block_ops = {block_apply_begin, block_apply_end, block_adjoint_begin, block_adjoint_end,
                                         block_destroy};
 
@@ -146,10 +146,7 @@ static rmaop_status create_block(rmaop_ctx ctx, int kind, rmaop_dtype dtype, con
       st = rmaop__malloc(ctx, (size_t)b->nred * sizeof(double), "reduction buffer", (void **)&b->red);
   }
   if (st == RMAOP_OK) st = rmaop__op_new(ctx, names[kind], dtype, model, data, &block_ops, b, out);
-  if (st != RMAOP_OK && b) {
-    rmaop_op tmp = &(struct rmaop_op_s){.impl = b};
-    block_destroy(tmp);
-  }
+  if (st != RMAOP_OK && b) block_free(b);
   rmaop_layout_destroy(&model);
   rmaop_layout_destroy(&data);
   return st;
