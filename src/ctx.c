@@ -1,5 +1,6 @@
 /* Context: a duplicated communicator, the chosen backend, memory kind, rma options and the trace. */
 #include "rmaop_impl.h"
+#include "device.h"
 
 #include <stdio.h>
 
@@ -56,11 +57,12 @@ static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) 
                   "RMAOP_TIMEOUT=\"%s\" is not a positive number of seconds", v);
     ctx->timeout = t;
   }
-  /* Device memory and the ipc transport arrive with the GPU work; say so instead of pretending. */
+#ifndef RMAOP_HAVE_CUDA
   RMAOP_REQUIRE(ctx, ctx->memory == RMAOP_MEMORY_HOST, RMAOP_ERR_UNSUPPORTED,
-                "memory kind \"device\" is not supported by this build of rmaop (host only)");
-  RMAOP_REQUIRE(ctx, ctx->rma_transport != RMAOP_TRANSPORT_IPC, RMAOP_ERR_UNSUPPORTED,
-                "rma transport \"ipc\" needs device memory, which this build does not support");
+                "memory kind \"device\" needs CUDA, which this build of rmaop does not have (rebuild with the CUDA toolkit)");
+#endif
+  RMAOP_REQUIRE(ctx, ctx->rma_transport != RMAOP_TRANSPORT_IPC || ctx->memory == RMAOP_MEMORY_DEVICE,
+                RMAOP_ERR_UNSUPPORTED, "rma transport \"ipc\" moves GPU memory: it needs RMAOP_MEMORY=device");
   return RMAOP_OK;
 }
 
@@ -86,6 +88,9 @@ static void ctx_free(rmaop_ctx ctx) {
   }
   rmaop__trace_free(ctx);
   rmaop__request_pool_free(ctx);
+#ifdef RMAOP_HAVE_CUDA
+  rmaop__dev_fini(ctx);
+#endif
   free(ctx->node_of);
   free(ctx);
 }
@@ -109,6 +114,9 @@ rmaop_status rmaop_ctx_create(MPI_Comm comm, const rmaop_ctx_options *opts, rmao
   st = parse_options(ctx, opts);
   RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, "rmaop_ctx_create (options)"), st, err);
   RMAOP_CHECK_GOTO(find_nodes(ctx), st, err);
+#ifdef RMAOP_HAVE_CUDA
+  if (ctx->memory == RMAOP_MEMORY_DEVICE) RMAOP_CHECK_GOTO(rmaop__agree(ctx, rmaop__dev_init(ctx), "rmaop_ctx_create (GPU)"), st, err);
+#endif
   st = ctx->backend->init(ctx);
   RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, "rmaop_ctx_create (backend init)"), st, err_fini);
   *out = ctx;

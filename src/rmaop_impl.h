@@ -5,7 +5,9 @@
 
 #include "rmaop/rmaop.h"
 
+#ifndef __cplusplus
 #include <complex.h>
+#endif
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -14,6 +16,11 @@
 #include <string.h>
 
 #include "backend.h"
+
+/* The CUDA sources (nvcc, C++) include this header too. */
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- errors ------------------------------------------------------------------------------------ */
 
@@ -121,6 +128,12 @@ struct rmaop_ctx_s {
   int defer_next;         /* set by blocking callers: the next reduction may run blocking at its wait */
   rmaop_request req_pool[8]; /* freed requests kept for reuse: no allocation per dot */
   int nreq_pool;
+  /* Device memory (src/device.h; RMAOP_MEMORY=device only): the GPU this rank uses, the context's stream
+   * (a cudaStream_t) on which every kernel, copy and device-side epoch runs, and scratch for reductions. */
+  int device;
+  void *stream;
+  double *dev_scratch;  /* device doubles: dot partials */
+  double *host_scratch; /* page-locked doubles: where dot partials land on the host */
   char last_error[1024];
 };
 
@@ -184,6 +197,14 @@ struct rmaop_plan_s {
   double t_begin;
   double t_inside;           /* seconds spent inside rmaop_plan_begin of the current execution */
 
+  /* Device memory. dev_native: set by the backend's plan_setup when it reads device src and writes a
+   * device staging itself (nccl, rma over ipc, CUDA-aware MPI); otherwise the core stages through host
+   * memory: rmaop__plan_send_src() copies the send ranges to host_src, and rmaop__plan_unpack() copies
+   * a host staging to dev_staging before the device kernels apply it. */
+  int dev_native;
+  void *host_src;          /* [src_len] host shadow of src: only the send ranges are written */
+  void *dev_staging;       /* [recv_total] device copy of a host staging */
+
   /* trace: what one execution moves, set by the backend at setup */
   uint64_t trace_messages;
   double trace_bytes_per_message;
@@ -229,8 +250,14 @@ void rmaop__request_pool_free(rmaop_ctx ctx);
 
 /* ---- plan helpers used by backends ------------------------------------------------------------- */
 
+/* The source a backend that moves host memory reads its sends from: plan->cur_src itself for host
+ * memory or a dev_native plan; else the host shadow with every send range copied from the device
+ * (synchronizes). NULL only on a CUDA failure (recorded in the context). */
+const void *rmaop__plan_send_src(rmaop_plan plan);
+
 /* Applies the received data: for every receive in canonical order (self transfers included at their
- * rank's position), dst[dst_offset..] = or += staging[disp..] (self: src[src_offset..]). Host memory. */
+ * rank's position), dst[dst_offset..] = or += staging[disp..] (self: src[src_offset..]). Host memory, or
+ * device memory (kernels on the context's stream; a host staging is copied to the device first). */
 rmaop_status rmaop__plan_unpack(rmaop_plan plan, const void *staging, const void *src, void *dst, rmaop_mode mode);
 /* The same, leaving out the origins g with skip[g] != 0 (indexed like recv_peers; NULL: none): a backend
  * that received them straight into dst. */
@@ -294,5 +321,9 @@ void rmaop__trace_free(rmaop_ctx ctx);
 
 /* dst[i] (=|+=) src[i] for n elements of dtype. */
 void rmaop__host_apply(rmaop_dtype dtype, void *dst, const void *src, int64_t n, rmaop_mode mode);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* RMAOP_IMPL_H */

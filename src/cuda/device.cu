@@ -1,0 +1,309 @@
+/* The core's CUDA layer (src/device.h): device selection, the context's stream, memory, and the vector
+ * kernels. One templated kernel per operation serves the four dtypes; the dtype switch is at the edge
+ * (dispatch()). Dots accumulate in double in a fixed grid and a fixed order, so they are deterministic. */
+#include <cuda_runtime.h>
+#include <cuComplex.h>
+
+#include "rmaop_impl.h"
+#include "device.h"
+
+#define DEV_CHECK(ctx, call)                                                                                \
+  do {                                                                                                      \
+    cudaError_t rmaop__e = (call);                                                                          \
+    if (rmaop__e != cudaSuccess)                                                                            \
+      return rmaop__error((ctx), RMAOP_ERR_CUDA, __FILE__, __LINE__, "%s failed: %s (%s)", #call,            \
+                          cudaGetErrorString(rmaop__e), cudaGetErrorName(rmaop__e));                        \
+  } while (0)
+
+#define STREAM(ctx) ((cudaStream_t)(ctx)->stream)
+
+enum { DOT_BLOCKS = 264, DOT_THREADS = 256, MAX_DOTS = 8 };
+
+extern "C" int rmaop__dev_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+extern "C" rmaop_status rmaop__dev_init(rmaop_ctx ctx) {
+  int n = rmaop__dev_count();
+  RMAOP_REQUIRE(ctx, n > 0, RMAOP_ERR_UNSUPPORTED,
+                "memory kind \"device\": no CUDA device is visible to this process (cudaGetDeviceCount found none)");
+  ctx->device = ctx->node_rank % n;
+  DEV_CHECK(ctx, cudaSetDevice(ctx->device));
+  cudaStream_t s;
+  DEV_CHECK(ctx, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  ctx->stream = s;
+  const size_t scratch = (size_t)(DOT_BLOCKS + 1) * 2 * MAX_DOTS * sizeof(double); /* partials + result */
+  DEV_CHECK(ctx, cudaMalloc((void **)&ctx->dev_scratch, scratch));
+  DEV_CHECK(ctx, cudaMallocHost((void **)&ctx->host_scratch, 2 * MAX_DOTS * sizeof(double)));
+  return RMAOP_OK;
+}
+
+extern "C" void rmaop__dev_fini(rmaop_ctx ctx) {
+  if (ctx->stream) {
+    cudaStreamSynchronize(STREAM(ctx));
+    cudaStreamDestroy(STREAM(ctx));
+  }
+  if (ctx->dev_scratch) cudaFree(ctx->dev_scratch);
+  if (ctx->host_scratch) cudaFreeHost(ctx->host_scratch);
+  ctx->stream = NULL;
+  ctx->dev_scratch = NULL;
+  ctx->host_scratch = NULL;
+}
+
+extern "C" rmaop_status rmaop__dev_malloc(rmaop_ctx ctx, size_t bytes, const char *what, void **out) {
+  void *p = NULL;
+  if (bytes) {
+    cudaError_t e = cudaMalloc(&p, bytes);
+    if (e != cudaSuccess)
+      return RMAOP_ERROR(ctx, e == cudaErrorMemoryAllocation ? RMAOP_ERR_NOMEM : RMAOP_ERR_CUDA,
+                         "cudaMalloc of %zu bytes (%s) failed: %s", bytes, what, cudaGetErrorString(e));
+    e = cudaMemset(p, 0, bytes);
+    if (e != cudaSuccess) {
+      cudaFree(p);
+      return RMAOP_ERROR(ctx, RMAOP_ERR_CUDA, "cudaMemset of %s failed: %s", what, cudaGetErrorString(e));
+    }
+  }
+  *out = p;
+  return RMAOP_OK;
+}
+
+extern "C" void rmaop__dev_free(void *p) {
+  if (p) cudaFree(p);
+}
+
+extern "C" rmaop_status rmaop__dev_host_malloc(rmaop_ctx ctx, size_t bytes, const char *what, void **out) {
+  void *p = NULL;
+  if (bytes) {
+    cudaError_t e = cudaMallocHost(&p, bytes);
+    if (e != cudaSuccess)
+      return RMAOP_ERROR(ctx, RMAOP_ERR_NOMEM, "cudaMallocHost of %zu bytes (%s) failed: %s", bytes, what,
+                         cudaGetErrorString(e));
+    memset(p, 0, bytes);
+  }
+  *out = p;
+  return RMAOP_OK;
+}
+
+extern "C" void rmaop__dev_host_free(void *p) {
+  if (p) cudaFreeHost(p);
+}
+
+extern "C" rmaop_status rmaop__dev_copy(rmaop_ctx ctx, void *dst, const void *src, size_t bytes) {
+  if (bytes == 0 || dst == src) return RMAOP_OK;
+  DEV_CHECK(ctx, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, STREAM(ctx)));
+  return RMAOP_OK;
+}
+
+extern "C" rmaop_status rmaop__dev_sync(rmaop_ctx ctx) {
+  DEV_CHECK(ctx, cudaStreamSynchronize(STREAM(ctx)));
+  return RMAOP_OK;
+}
+
+extern "C" int rmaop__dev_is_device_ptr(const void *p) {
+  cudaPointerAttributes a;
+  if (!p || cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+/* ---- element types: real and complex share one arithmetic interface ---- */
+
+template <typename T> struct num;
+template <> struct num<float> {
+  typedef float real;
+  static __device__ float make(double re, double) { return (float)re; }
+  static __device__ float mul(float a, float b) { return a * b; }
+  static __device__ float add(float a, float b) { return a + b; }
+  static __device__ void dot(float a, float b, double &re, double &) { re += (double)a * (double)b; }
+};
+template <> struct num<double> {
+  typedef double real;
+  static __device__ double make(double re, double) { return re; }
+  static __device__ double mul(double a, double b) { return a * b; }
+  static __device__ double add(double a, double b) { return a + b; }
+  static __device__ void dot(double a, double b, double &re, double &) { re += a * b; }
+};
+template <> struct num<cuFloatComplex> {
+  typedef float real;
+  static __device__ cuFloatComplex make(double re, double im) { return make_cuFloatComplex((float)re, (float)im); }
+  static __device__ cuFloatComplex mul(cuFloatComplex a, cuFloatComplex b) { return cuCmulf(a, b); }
+  static __device__ cuFloatComplex add(cuFloatComplex a, cuFloatComplex b) { return cuCaddf(a, b); }
+  static __device__ void dot(cuFloatComplex a, cuFloatComplex b, double &re, double &im) {
+    const double ar = a.x, ai = a.y, br = b.x, bi = b.y;
+    re += ar * br + ai * bi; /* conj(a) * b */
+    im += ar * bi - ai * br;
+  }
+};
+template <> struct num<cuDoubleComplex> {
+  typedef double real;
+  static __device__ cuDoubleComplex make(double re, double im) { return make_cuDoubleComplex(re, im); }
+  static __device__ cuDoubleComplex mul(cuDoubleComplex a, cuDoubleComplex b) { return cuCmul(a, b); }
+  static __device__ cuDoubleComplex add(cuDoubleComplex a, cuDoubleComplex b) { return cuCadd(a, b); }
+  static __device__ void dot(cuDoubleComplex a, cuDoubleComplex b, double &re, double &im) {
+    re += a.x * b.x + a.y * b.y;
+    im += a.x * b.y - a.y * b.x;
+  }
+};
+
+/* Calls F::template run<T>(args...) with T the element type of dt. */
+#define DISPATCH(dt, CALL)                                       \
+  switch (dt) {                                                  \
+  case RMAOP_F32: { typedef float T; CALL; } break;              \
+  case RMAOP_F64: { typedef double T; CALL; } break;             \
+  case RMAOP_C64: { typedef cuFloatComplex T; CALL; } break;     \
+  case RMAOP_C128: { typedef cuDoubleComplex T; CALL; } break;   \
+  }
+
+static unsigned grid_for(int64_t n, int threads) {
+  int64_t b = (n + threads - 1) / threads;
+  if (b > 65535 * 4) b = 65535 * 4; /* grid-stride loops cover the rest */
+  return (unsigned)(b < 1 ? 1 : b);
+}
+
+#define GRID_STRIDE(i, n) for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
+template <typename T> __global__ void k_set(T *x, int64_t n, double are, double aim) {
+  const T a = num<T>::make(are, aim);
+  GRID_STRIDE(i, n) x[i] = a;
+}
+
+template <typename T> __global__ void k_axpby(T *y, const T *x, int64_t n, double are, double aim, double bre, double bim) {
+  const T a = num<T>::make(are, aim), b = num<T>::make(bre, bim);
+  const bool b0 = bre == 0.0 && bim == 0.0, b1 = bre == 1.0 && bim == 0.0;
+  GRID_STRIDE(i, n) {
+    const T ax = num<T>::mul(a, x[i]);
+    y[i] = b0 ? ax : b1 ? num<T>::add(ax, y[i]) : num<T>::add(ax, num<T>::mul(b, y[i]));
+  }
+}
+
+template <typename T> __global__ void k_pmult(T *w, const T *x, const T *y, int64_t n) {
+  GRID_STRIDE(i, n) w[i] = num<T>::mul(x[i], y[i]);
+}
+
+template <typename T> __global__ void k_apply(T *dst, const T *src, int64_t n, int add) {
+  if (add) {
+    GRID_STRIDE(i, n) dst[i] = num<T>::add(dst[i], src[i]);
+  } else {
+    GRID_STRIDE(i, n) dst[i] = src[i];
+  }
+}
+
+struct dot_args {
+  const void *x[MAX_DOTS], *y[MAX_DOTS];
+};
+
+/* Stage 1: block b writes its partial sums of every dot to part[(b * k + j) * 2 + {0,1}]. A block-level
+ * tree in shared memory: the order is fixed by the launch shape, so the result is deterministic. */
+template <typename T> __global__ void k_dots(dot_args a, int k, int64_t n, double *part) {
+  __shared__ double sre[DOT_THREADS], sim[DOT_THREADS];
+  for (int j = 0; j < k; ++j) {
+    const T *x = (const T *)a.x[j], *y = (const T *)a.y[j];
+    double re = 0.0, im = 0.0;
+    GRID_STRIDE(i, n) num<T>::dot(x[i], y[i], re, im);
+    sre[threadIdx.x] = re;
+    sim[threadIdx.x] = im;
+    __syncthreads();
+    for (int s = DOT_THREADS / 2; s > 0; s >>= 1) {
+      if ((int)threadIdx.x < s) {
+        sre[threadIdx.x] += sre[threadIdx.x + s];
+        sim[threadIdx.x] += sim[threadIdx.x + s];
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      part[((int64_t)blockIdx.x * k + j) * 2] = sre[0];
+      part[((int64_t)blockIdx.x * k + j) * 2 + 1] = sim[0];
+    }
+    __syncthreads();
+  }
+}
+
+/* Stage 2: one block sums the partials of every dot in block order. */
+__global__ void k_dots_final(const double *part, int k, int nblocks, double *out) {
+  __shared__ double s[DOT_THREADS];
+  for (int c = 0; c < 2 * k; ++c) {
+    double v = 0.0;
+    for (int b = threadIdx.x; b < nblocks; b += blockDim.x) v += part[(int64_t)b * 2 * k + c];
+    s[threadIdx.x] = v;
+    __syncthreads();
+    for (int h = DOT_THREADS / 2; h > 0; h >>= 1) {
+      if ((int)threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) out[c] = s[0];
+    __syncthreads();
+  }
+}
+
+#define LAUNCH_CHECK(ctx)                                                                                 \
+  do {                                                                                                    \
+    cudaError_t rmaop__e = cudaGetLastError();                                                            \
+    if (rmaop__e != cudaSuccess)                                                                          \
+      return rmaop__error((ctx), RMAOP_ERR_CUDA, __FILE__, __LINE__, "kernel launch failed: %s",          \
+                          cudaGetErrorString(rmaop__e));                                                  \
+  } while (0)
+
+extern "C" rmaop_status rmaop__dev_set(rmaop_ctx ctx, rmaop_dtype dt, void *x, int64_t n, double are, double aim) {
+  if (n <= 0) return RMAOP_OK;
+  DISPATCH(dt, (k_set<T><<<grid_for(n, 256), 256, 0, STREAM(ctx)>>>((T *)x, n, are, aim)));
+  LAUNCH_CHECK(ctx);
+  return RMAOP_OK;
+}
+
+extern "C" rmaop_status rmaop__dev_axpby(rmaop_ctx ctx, rmaop_dtype dt, void *y, const void *x, int64_t n, double are,
+                                         double aim, double bre, double bim) {
+  if (n <= 0) return RMAOP_OK;
+  DISPATCH(dt, (k_axpby<T><<<grid_for(n, 256), 256, 0, STREAM(ctx)>>>((T *)y, (const T *)x, n, are, aim, bre, bim)));
+  LAUNCH_CHECK(ctx);
+  return RMAOP_OK;
+}
+
+extern "C" rmaop_status rmaop__dev_pmult(rmaop_ctx ctx, rmaop_dtype dt, void *w, const void *x, const void *y, int64_t n) {
+  if (n <= 0) return RMAOP_OK;
+  DISPATCH(dt, (k_pmult<T><<<grid_for(n, 256), 256, 0, STREAM(ctx)>>>((T *)w, (const T *)x, (const T *)y, n)));
+  LAUNCH_CHECK(ctx);
+  return RMAOP_OK;
+}
+
+extern "C" rmaop_status rmaop__dev_apply(rmaop_ctx ctx, rmaop_dtype dt, void *dst, const void *src, int64_t n,
+                                         rmaop_mode mode) {
+  if (n <= 0) return RMAOP_OK;
+  if (mode == RMAOP_INSERT) return rmaop__dev_copy(ctx, dst, src, (size_t)n * rmaop_dtype_size(dt));
+  DISPATCH(dt, (k_apply<T><<<grid_for(n, 256), 256, 0, STREAM(ctx)>>>((T *)dst, (const T *)src, n, 1)));
+  LAUNCH_CHECK(ctx);
+  return RMAOP_OK;
+}
+
+extern "C" rmaop_status rmaop__dev_dots(rmaop_ctx ctx, rmaop_dtype dt, int k, const void *const x[],
+                                        const void *const y[], int64_t n, double *out) {
+  RMAOP_REQUIRE(ctx, k >= 1 && k <= MAX_DOTS, RMAOP_ERR_INTERNAL, "rmaop__dev_dots: %d dots (1..%d)", k, MAX_DOTS);
+  dot_args a;
+  for (int j = 0; j < k; ++j) {
+    a.x[j] = x[j];
+    a.y[j] = y[j];
+  }
+  /* Few elements: fewer blocks, so the partials are short; the shape depends on n only. */
+  int64_t want = (n + DOT_THREADS * 4 - 1) / (DOT_THREADS * 4);
+  const int nb = (int)(want < 1 ? 1 : want > DOT_BLOCKS ? DOT_BLOCKS : want);
+  double *part = ctx->dev_scratch, *fin = ctx->dev_scratch + (size_t)DOT_BLOCKS * 2 * MAX_DOTS;
+  if (n > 0) {
+    DISPATCH(dt, (k_dots<T><<<nb, DOT_THREADS, 0, STREAM(ctx)>>>(a, k, n, part)));
+    LAUNCH_CHECK(ctx);
+    k_dots_final<<<1, DOT_THREADS, 0, STREAM(ctx)>>>(part, k, nb, fin);
+    LAUNCH_CHECK(ctx);
+    DEV_CHECK(ctx, cudaMemcpyAsync(ctx->host_scratch, fin, 2 * (size_t)k * sizeof(double), cudaMemcpyDeviceToHost,
+                                   STREAM(ctx)));
+    DEV_CHECK(ctx, cudaStreamSynchronize(STREAM(ctx)));
+    memcpy(out, ctx->host_scratch, 2 * (size_t)k * sizeof(double));
+  } else {
+    for (int c = 0; c < 2 * k; ++c) out[c] = 0.0;
+  }
+  return RMAOP_OK;
+}

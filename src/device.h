@@ -1,0 +1,59 @@
+/* Device (GPU) memory: the core's CUDA layer. Declarations are plain C; the definitions are in
+ * src/cuda/device.cu (nvcc). Built only with RMAOP_HAVE_CUDA; without it rmaop_ctx_create refuses
+ * device memory with RMAOP_ERR_UNSUPPORTED and nothing here is called.
+ *
+ * Stream semantics: everything runs on the context's stream (ctx->stream) in issue order; the calls
+ * return once the work is enqueued, except where a comment says "synchronizes" (the host needs the
+ * result). Errors are recorded in the context (RMAOP_ERR_CUDA, naming the CUDA call and its string). */
+#ifndef RMAOP_DEVICE_H
+#define RMAOP_DEVICE_H
+
+#include "rmaop/rmaop.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Picks the GPU (node rank modulo the visible devices), creates the context's stream and scratch
+ * buffers. RMAOP_ERR_UNSUPPORTED with a message when no GPU is visible. */
+rmaop_status rmaop__dev_init(rmaop_ctx ctx);
+void rmaop__dev_fini(rmaop_ctx ctx);
+
+/* Number of visible CUDA devices (0 when none or when the driver is missing). */
+int rmaop__dev_count(void);
+
+/* cudaMalloc + zero fill (synchronizes, so the memory is ready for any stream or peer). */
+rmaop_status rmaop__dev_malloc(rmaop_ctx ctx, size_t bytes, const char *what, void **out);
+void rmaop__dev_free(void *p);
+/* Page-locked host memory (for staging), zero filled. */
+rmaop_status rmaop__dev_host_malloc(rmaop_ctx ctx, size_t bytes, const char *what, void **out);
+void rmaop__dev_host_free(void *p);
+
+/* cudaMemcpyAsync(cudaMemcpyDefault) on the context's stream. */
+rmaop_status rmaop__dev_copy(rmaop_ctx ctx, void *dst, const void *src, size_t bytes);
+/* Waits for everything enqueued on the context's stream. */
+rmaop_status rmaop__dev_sync(rmaop_ctx ctx);
+/* 1 when p is device (or managed) memory. */
+int rmaop__dev_is_device_ptr(const void *p);
+
+/* ---- element kernels: n elements of dtype; scalars as (re, im) pairs ---- */
+
+/* x[i] = a */
+rmaop_status rmaop__dev_set(rmaop_ctx ctx, rmaop_dtype dt, void *x, int64_t n, double are, double aim);
+/* y[i] = a x[i] + b y[i]  (b = 1: axpy; x = y and b = 0: scale by a) */
+rmaop_status rmaop__dev_axpby(rmaop_ctx ctx, rmaop_dtype dt, void *y, const void *x, int64_t n, double are, double aim,
+                              double bre, double bim);
+/* w[i] = x[i] y[i] */
+rmaop_status rmaop__dev_pmult(rmaop_ctx ctx, rmaop_dtype dt, void *w, const void *x, const void *y, int64_t n);
+/* dst[i] = src[i] (RMAOP_INSERT) or dst[i] += src[i] (RMAOP_ADD) */
+rmaop_status rmaop__dev_apply(rmaop_ctx ctx, rmaop_dtype dt, void *dst, const void *src, int64_t n, rmaop_mode mode);
+/* k local dot products sum conj(x_j[i]) y_j[i], accumulated in double in a fixed order (deterministic):
+ * out[2j] real part, out[2j+1] imaginary part, in host memory. Synchronizes. k <= 8. */
+rmaop_status rmaop__dev_dots(rmaop_ctx ctx, rmaop_dtype dt, int k, const void *const x[], const void *const y[],
+                             int64_t n, double *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RMAOP_DEVICE_H */
