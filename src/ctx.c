@@ -3,6 +3,9 @@
 #include "device.h"
 
 #include <stdio.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
 
 static const char *const bool_names[] = {"0", "1", NULL};
 
@@ -66,6 +69,16 @@ static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) 
   return RMAOP_OK;
 }
 
+/* Whether MPI accepts device pointers: compiled against a CUDA-aware Open MPI and the run-time library says
+ * so (it may be built with CUDA and still run without it). */
+static int mpi_cuda_aware(void) {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return 0;
+#endif
+}
+
 /* Which node every rank is on: the rank (in ctx->comm) of its node's first process. */
 static rmaop_status find_nodes(rmaop_ctx ctx) {
   RMAOP_CHECK_MPI(ctx, MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL, &ctx->node_comm));
@@ -115,7 +128,13 @@ rmaop_status rmaop_ctx_create(MPI_Comm comm, const rmaop_ctx_options *opts, rmao
   RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, "rmaop_ctx_create (options)"), st, err);
   RMAOP_CHECK_GOTO(find_nodes(ctx), st, err);
 #ifdef RMAOP_HAVE_CUDA
-  if (ctx->memory == RMAOP_MEMORY_DEVICE) RMAOP_CHECK_GOTO(rmaop__agree(ctx, rmaop__dev_init(ctx), "rmaop_ctx_create (GPU)"), st, err);
+  if (ctx->memory == RMAOP_MEMORY_DEVICE) {
+    RMAOP_CHECK_GOTO(rmaop__agree(ctx, rmaop__dev_init(ctx), "rmaop_ctx_create (GPU)"), st, err);
+    /* Every rank must take the same path: CUDA-aware only when all ranks' MPI says so. */
+    int aware = mpi_cuda_aware(), all = 0;
+    RMAOP_CHECK_MPI_GOTO(ctx, MPI_Allreduce(&aware, &all, 1, MPI_INT, MPI_MIN, ctx->comm), st, err);
+    ctx->mpi_cuda_aware = all;
+  }
 #endif
   st = ctx->backend->init(ctx);
   RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, "rmaop_ctx_create (backend init)"), st, err_fini);

@@ -2,6 +2,7 @@
  * executed through the backend. The staging layout and the unpack order are shared by all backends, so
  * every backend produces bitwise identical results. */
 #include "rmaop_impl.h"
+#include "device.h"
 
 #include <stdio.h>
 
@@ -262,6 +263,10 @@ static void plan_free_arrays(rmaop_plan plan) {
   free(plan->recv_peer_count);
   free(plan->recv_peer_disp);
   free(plan->self);
+  free(plan->host_src);
+#ifdef RMAOP_HAVE_CUDA
+  rmaop__dev_free(plan->dev_staging);
+#endif
   free(plan);
 }
 
@@ -394,36 +399,82 @@ rmaop_status rmaop_plan_execute(rmaop_plan plan, const void *src, void *dst, rma
   return rmaop_plan_end(plan);
 }
 
-static void apply_self(rmaop_plan plan, const void *src, void *dst, rmaop_mode mode) {
+/* dst (=|+=) src for one transfer, in the plan's memory kind. */
+static rmaop_status apply_one(rmaop_plan plan, void *dst, const void *src, int64_t count, rmaop_mode mode) {
+#ifdef RMAOP_HAVE_CUDA
+  if (plan->ctx->memory == RMAOP_MEMORY_DEVICE) return rmaop__dev_apply(plan->ctx, plan->dtype, dst, src, count, mode);
+#endif
+  rmaop__host_apply(plan->dtype, dst, src, count, mode);
+  return RMAOP_OK;
+}
+
+static rmaop_status apply_self(rmaop_plan plan, const void *src, void *dst, rmaop_mode mode) {
   for (int i = 0; i < plan->nself; ++i) {
     const rmaop_transfer *t = &plan->self[i];
-    rmaop__host_apply(plan->dtype, (char *)dst + t->dst_offset * (int64_t)plan->esize,
-                      (const char *)src + t->src_offset * (int64_t)plan->esize, t->count, mode);
+    RMAOP_CHECK(apply_one(plan, (char *)dst + t->dst_offset * (int64_t)plan->esize,
+                          (const char *)src + t->src_offset * (int64_t)plan->esize, t->count, mode));
   }
+  return RMAOP_OK;
 }
 
 rmaop_status rmaop__plan_unpack(rmaop_plan plan, const void *staging, const void *src, void *dst, rmaop_mode mode) {
   return rmaop__plan_unpack_skip(plan, staging, src, dst, mode, NULL);
 }
 
+#ifdef RMAOP_HAVE_CUDA
+/* A device plan whose backend received into host memory: the staging goes to the device first. A pageable
+ * source is consumed before cudaMemcpyAsync returns, so the backend may reuse its staging at once. */
+static rmaop_status staging_to_device(rmaop_plan plan, const void **staging) {
+  if (plan->recv_total == 0 || *staging == NULL || rmaop__dev_is_device_ptr(*staging)) return RMAOP_OK;
+  const size_t bytes = (size_t)plan->recv_total * plan->esize;
+  if (!plan->dev_staging) RMAOP_CHECK(rmaop__dev_malloc(plan->ctx, bytes, "plan device staging", &plan->dev_staging));
+  RMAOP_CHECK(rmaop__dev_copy(plan->ctx, plan->dev_staging, *staging, bytes));
+  *staging = plan->dev_staging;
+  return RMAOP_OK;
+}
+#endif
+
 rmaop_status rmaop__plan_unpack_skip(rmaop_plan plan, const void *staging, const void *src, void *dst, rmaop_mode mode,
                                      const unsigned char *skip) {
   const int me = plan->ctx->rank;
   const int64_t es = (int64_t)plan->esize;
+#ifdef RMAOP_HAVE_CUDA
+  if (plan->ctx->memory == RMAOP_MEMORY_DEVICE) RMAOP_CHECK(staging_to_device(plan, &staging));
+#endif
   int self_done = 0;
   for (int g = 0; g < plan->nrecv_peers; ++g) {
     if (!self_done && plan->recv_peers[g] > me) {
-      apply_self(plan, src, dst, mode);
+      RMAOP_CHECK(apply_self(plan, src, dst, mode));
       self_done = 1;
     }
     for (int i = plan->recv_peer_first[g]; i < plan->recv_peer_first[g + 1] && !(skip && skip[g]); ++i) {
       const rmaop_transfer *t = &plan->recv[i];
-      rmaop__host_apply(plan->dtype, (char *)dst + t->dst_offset * es, (const char *)staging + plan->recv_disp[i] * es,
-                        t->count, mode);
+      RMAOP_CHECK(apply_one(plan, (char *)dst + t->dst_offset * es, (const char *)staging + plan->recv_disp[i] * es,
+                            t->count, mode));
     }
   }
-  if (!self_done) apply_self(plan, src, dst, mode);
+  if (!self_done) RMAOP_CHECK(apply_self(plan, src, dst, mode));
   return RMAOP_OK;
+}
+
+const void *rmaop__plan_send_src(rmaop_plan plan) {
+#ifdef RMAOP_HAVE_CUDA
+  rmaop_ctx ctx = plan->ctx;
+  if (ctx->memory != RMAOP_MEMORY_DEVICE || plan->dev_native || plan->nsend == 0) return plan->cur_src;
+  const size_t es = plan->esize;
+  if (!plan->host_src && rmaop__malloc(ctx, (size_t)plan->src_len * es + 1, "host copy of a device plan's source",
+                                       &plan->host_src) != RMAOP_OK)
+    return NULL;
+  for (int j = 0; j < plan->nsend; ++j) {
+    const rmaop_transfer *t = &plan->send[j];
+    if (rmaop__dev_copy(ctx, (char *)plan->host_src + (size_t)t->src_offset * es,
+                        (const char *)plan->cur_src + (size_t)t->src_offset * es, (size_t)t->count * es) != RMAOP_OK)
+      return NULL;
+  }
+  return rmaop__dev_sync(ctx) == RMAOP_OK ? plan->host_src : NULL;
+#else
+  return plan->cur_src;
+#endif
 }
 
 rmaop_status rmaop_plan_get_info(rmaop_plan plan, rmaop_plan_info *info) {

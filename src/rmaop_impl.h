@@ -134,6 +134,7 @@ struct rmaop_ctx_s {
   void *stream;
   double *dev_scratch;  /* device doubles: dot partials */
   double *host_scratch; /* page-locked doubles: where dot partials land on the host */
+  int mpi_cuda_aware;   /* the MPI library accepts device pointers (MPIX_Query_cuda_support at creation) */
   char last_error[1024];
 };
 

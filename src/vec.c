@@ -1,11 +1,22 @@
-/* Vectors: local element operations and collective reductions (host memory). One macro generates each
- * kernel for the four dtypes; complex arithmetic is C11's. */
+/* Vectors: local element operations and collective reductions. Host memory: one macro generates each
+ * kernel for the four dtypes, complex arithmetic is C11's. Device memory: the kernels of src/cuda/device.cu
+ * on the context's stream (ON_DEVICE below); a dot's partials come back to the host and are reduced by the
+ * backend like host partials. */
 #include "rmaop_impl.h"
+#include "device.h"
 
 #include <math.h>
 #include <stdio.h>
 
 static int is_complex(rmaop_dtype dt) { return dt == RMAOP_C64 || dt == RMAOP_C128; }
+
+#ifdef RMAOP_HAVE_CUDA
+#define ON_DEVICE(v) ((v)->memory == RMAOP_MEMORY_DEVICE)
+#define DEV(call) (call)
+#else
+#define ON_DEVICE(v) 0
+#define DEV(call) RMAOP_ERR_INTERNAL /* never reached: no device vector exists without CUDA */
+#endif
 
 static rmaop_status check_vec(rmaop_ctx ctx, const char *fn, const char *name, rmaop_vec v) {
   RMAOP_REQUIRE(ctx, v != NULL, RMAOP_ERR_ARG, "%s: vector %s is NULL", fn, name);
@@ -55,9 +66,16 @@ rmaop_status rmaop_vec_create(rmaop_layout layout, rmaop_dtype dtype, rmaop_vec 
                 "rmaop_vec_create: %lld local elements overflow size_t", (long long)n);
   rmaop_vec v = NULL;
   RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *v, "vector", (void **)&v));
-  if (rmaop__calloc(ctx, (size_t)n, rmaop_dtype_size(dtype), "vector data", &v->data) != RMAOP_OK) {
+  rmaop_status st;
+#ifdef RMAOP_HAVE_CUDA
+  if (ctx->memory == RMAOP_MEMORY_DEVICE)
+    st = rmaop__dev_malloc(ctx, (size_t)n * rmaop_dtype_size(dtype), "vector data", &v->data);
+  else
+#endif
+    st = rmaop__calloc(ctx, (size_t)n, rmaop_dtype_size(dtype), "vector data", &v->data);
+  if (st != RMAOP_OK) {
     free(v);
-    return RMAOP_ERR_NOMEM;
+    return st;
   }
   v->ctx = ctx;
   v->layout = layout;
@@ -78,7 +96,13 @@ void rmaop_vec_destroy(rmaop_vec *pv) {
   if (!pv || !*pv) return;
   rmaop_vec v = *pv;
   rmaop_layout_destroy(&v->layout);
-  free(v->data);
+#ifdef RMAOP_HAVE_CUDA
+  if (ON_DEVICE(v)) {
+    rmaop__dev_sync(v->ctx); /* kernels still using the memory finish first */
+    rmaop__dev_free(v->data);
+  } else
+#endif
+    free(v->data);
   free(v);
   *pv = NULL;
 }
@@ -105,14 +129,28 @@ rmaop_status rmaop_vec_get_array(rmaop_vec v, void **data) {
 rmaop_status rmaop_vec_read_local(rmaop_vec v, void *host) {
   RMAOP_CHECK(check_vec(NULL, "rmaop_vec_read_local", "vec", v));
   RMAOP_REQUIRE(v->ctx, host != NULL || v->local_n == 0, RMAOP_ERR_ARG, "rmaop_vec_read_local: host buffer is NULL");
-  if (v->local_n) memcpy(host, v->data, (size_t)v->local_n * rmaop_dtype_size(v->dtype));
+  const size_t bytes = (size_t)v->local_n * rmaop_dtype_size(v->dtype);
+#ifdef RMAOP_HAVE_CUDA
+  if (ON_DEVICE(v)) {
+    RMAOP_CHECK(rmaop__dev_copy(v->ctx, host, v->data, bytes));
+    return rmaop__dev_sync(v->ctx);
+  }
+#endif
+  if (v->local_n) memcpy(host, v->data, bytes);
   return RMAOP_OK;
 }
 
 rmaop_status rmaop_vec_write_local(rmaop_vec v, const void *host) {
   RMAOP_CHECK(check_vec(NULL, "rmaop_vec_write_local", "vec", v));
   RMAOP_REQUIRE(v->ctx, host != NULL || v->local_n == 0, RMAOP_ERR_ARG, "rmaop_vec_write_local: host buffer is NULL");
-  if (v->local_n) memcpy(v->data, host, (size_t)v->local_n * rmaop_dtype_size(v->dtype));
+  const size_t bytes = (size_t)v->local_n * rmaop_dtype_size(v->dtype);
+#ifdef RMAOP_HAVE_CUDA
+  if (ON_DEVICE(v)) {
+    RMAOP_CHECK(rmaop__dev_copy(v->ctx, v->data, host, bytes));
+    return rmaop__dev_sync(v->ctx); /* the caller may reuse its buffer at once */
+  }
+#endif
+  if (v->local_n) memcpy(v->data, host, bytes);
   return RMAOP_OK;
 }
 
@@ -122,6 +160,7 @@ rmaop_status rmaop_vec_set(rmaop_vec x, double _Complex alpha) {
   RMAOP_CHECK(check_vec(NULL, "rmaop_vec_set", "x", x));
   RMAOP_CHECK(check_scalar(x, "rmaop_vec_set", "alpha", alpha));
   const int64_t n = x->local_n;
+  if (ON_DEVICE(x)) return DEV(rmaop__dev_set(x->ctx, x->dtype, x->data, n, creal(alpha), cimag(alpha)));
   RMAOP__FOR_DTYPE(x->dtype, {
     T *d = (T *)x->data;
     const T a = (T)alpha;
@@ -132,6 +171,7 @@ rmaop_status rmaop_vec_set(rmaop_vec x, double _Complex alpha) {
 
 rmaop_status rmaop_vec_copy(rmaop_vec x, rmaop_vec y) {
   RMAOP_CHECK(check_pair("rmaop_vec_copy", "x", x, "y", y));
+  if (ON_DEVICE(x)) return DEV(rmaop__dev_copy(x->ctx, y->data, x->data, (size_t)x->local_n * rmaop_dtype_size(x->dtype)));
   if (x != y && x->local_n) memcpy(y->data, x->data, (size_t)x->local_n * rmaop_dtype_size(x->dtype));
   return RMAOP_OK;
 }
@@ -140,6 +180,7 @@ rmaop_status rmaop_vec_axpy(rmaop_vec y, double _Complex alpha, rmaop_vec x) {
   RMAOP_CHECK(check_pair("rmaop_vec_axpy", "y", y, "x", x));
   RMAOP_CHECK(check_scalar(y, "rmaop_vec_axpy", "alpha", alpha));
   const int64_t n = y->local_n;
+  if (ON_DEVICE(y)) return DEV(rmaop__dev_axpby(y->ctx, y->dtype, y->data, x->data, n, creal(alpha), cimag(alpha), 1.0, 0.0));
   RMAOP__FOR_DTYPE(y->dtype, {
     T *restrict d = (T *)y->data;
     const T *s = (const T *)x->data;
@@ -154,6 +195,8 @@ rmaop_status rmaop_vec_axpby(rmaop_vec y, double _Complex alpha, double _Complex
   RMAOP_CHECK(check_scalar(y, "rmaop_vec_axpby", "alpha", alpha));
   RMAOP_CHECK(check_scalar(y, "rmaop_vec_axpby", "beta", beta));
   const int64_t n = y->local_n;
+  if (ON_DEVICE(y))
+    return DEV(rmaop__dev_axpby(y->ctx, y->dtype, y->data, x->data, n, creal(alpha), cimag(alpha), creal(beta), cimag(beta)));
   RMAOP__FOR_DTYPE(y->dtype, {
     T *d = (T *)y->data;
     const T *s = (const T *)x->data;
@@ -167,6 +210,7 @@ rmaop_status rmaop_vec_scale(rmaop_vec x, double _Complex alpha) {
   RMAOP_CHECK(check_vec(NULL, "rmaop_vec_scale", "x", x));
   RMAOP_CHECK(check_scalar(x, "rmaop_vec_scale", "alpha", alpha));
   const int64_t n = x->local_n;
+  if (ON_DEVICE(x)) return DEV(rmaop__dev_axpby(x->ctx, x->dtype, x->data, x->data, n, creal(alpha), cimag(alpha), 0.0, 0.0));
   RMAOP__FOR_DTYPE(x->dtype, {
     T *d = (T *)x->data;
     const T a = (T)alpha;
@@ -179,6 +223,7 @@ rmaop_status rmaop_vec_pointwise_mult(rmaop_vec w, rmaop_vec x, rmaop_vec y) {
   RMAOP_CHECK(check_pair("rmaop_vec_pointwise_mult", "w", w, "x", x));
   RMAOP_CHECK(check_pair("rmaop_vec_pointwise_mult", "w", w, "y", y));
   const int64_t n = w->local_n;
+  if (ON_DEVICE(w)) return DEV(rmaop__dev_pmult(w->ctx, w->dtype, w->data, x->data, y->data, n));
   RMAOP__FOR_DTYPE(w->dtype, {
     T *d = (T *)w->data;
     const T *a = (const T *)x->data, *b = (const T *)y->data;
@@ -218,6 +263,31 @@ static void local_dot(rmaop_vec x, rmaop_vec y, double out[2]) {
   out[1] = im;
 }
 
+/* The local parts of n dots into partials[2k], [2k+1]. On the device the pairs that share a dtype and a
+ * length go through one kernel (one host round trip for a solver's fused dots). */
+static rmaop_status local_dots(int n, const rmaop_vec x[], const rmaop_vec y[], double *partials) {
+  int k = 0;
+  while (k < n) {
+    if (!ON_DEVICE(x[k])) {
+      local_dot(x[k], y[k], partials + 2 * k);
+      ++k;
+      continue;
+    }
+#ifdef RMAOP_HAVE_CUDA
+    const void *xs[8], *ys[8];
+    int m = 0;
+    while (k + m < n && m < 8 && x[k + m]->dtype == x[k]->dtype && x[k + m]->local_n == x[k]->local_n) {
+      xs[m] = x[k + m]->data;
+      ys[m] = y[k + m]->data;
+      ++m;
+    }
+    RMAOP_CHECK(rmaop__dev_dots(x[k]->ctx, x[k]->dtype, m, xs, ys, x[k]->local_n, partials + 2 * k));
+    k += m;
+#endif
+  }
+  return RMAOP_OK;
+}
+
 static rmaop_status finish_dots(rmaop_request r) {
   double _Complex *res = r->result;
   for (int k = 0; k < r->nresult; ++k) res[k] = CMPLX(r->buf[2 * k], r->buf[2 * k + 1]);
@@ -252,8 +322,8 @@ static rmaop_status mdot_local(int n, const rmaop_vec x[], const rmaop_vec y[], 
       RMAOP_CHECK(check_pair("rmaop_vec_mdot", xn, x[k], yn, y[k]));
       return RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_vec_mdot: %s belongs to another context than x[0]", xn);
     }
-    local_dot(x[k], y[k], partials + 2 * k);
   }
+  RMAOP_CHECK(local_dots(n, x, y, partials));
   /* Pairs may mix layout kinds. Every rank holds a BROADCAST pair whole: only rank 0 contributes its
    * dot to the sum, so the reduction serves both kinds at once. All BROADCAST: no communication. */
   int all_broadcast = 1;
@@ -300,7 +370,7 @@ rmaop_status rmaop_vec_norm2(rmaop_vec x, double *r) {
   rmaop_status local = RMAOP_OK;
   double part[2] = {0.0, 0.0};
   if (r == NULL) local = RMAOP_ERROR(x->ctx, RMAOP_ERR_ARG, "rmaop_vec_norm2: result r is NULL");
-  else local_dot(x, x, part);
+  else local = local_dots(1, &x, &x, part);
   rmaop_request req = NULL;
   x->ctx->defer_next = 1; /* waited at once: the backend may reduce blocking */
   rmaop_status st = rmaop__reduce_flagged_begin(x->ctx, local, part, 1, RMAOP_SUM, "norm2",
@@ -339,19 +409,40 @@ static rmaop_status io_check(rmaop_vec v, const char *fn, int root, const void *
   return RMAOP_OK;
 }
 
+/* The host buffer MPI reads or writes for v's local part: v->data itself, or a temporary copy of device
+ * memory (I/O and tests: no need for speed). */
+static rmaop_status io_host(rmaop_vec v, int fill, void **host) {
+  *host = v->data;
+  if (!ON_DEVICE(v)) return RMAOP_OK;
+  RMAOP_CHECK(rmaop__malloc(v->ctx, (size_t)v->local_n * rmaop_dtype_size(v->dtype) + 1, "I/O staging", host));
+  if (fill) {
+    rmaop_status st = rmaop_vec_read_local(v, *host);
+    if (st != RMAOP_OK) {
+      free(*host);
+      *host = NULL;
+    }
+    return st;
+  }
+  return RMAOP_OK;
+}
+
 rmaop_status rmaop_vec_gather(rmaop_vec v, int root, void *global) {
   RMAOP_CHECK(check_vec(NULL, "rmaop_vec_gather", "vec", v));
   rmaop_ctx ctx = v->ctx;
   int *counts = NULL, *displs = NULL;
-  rmaop_status st = rmaop__agree(ctx, io_check(v, "rmaop_vec_gather", root, global, &counts, &displs), "rmaop_vec_gather");
+  void *local = NULL;
+  rmaop_status st = io_check(v, "rmaop_vec_gather", root, global, &counts, &displs);
+  if (st == RMAOP_OK) st = io_host(v, 1, &local);
+  st = rmaop__agree(ctx, st, "rmaop_vec_gather");
   if (st != RMAOP_OK) goto out;
   if (v->layout->kind == RMAOP_LAYOUT_BROADCAST) {
-    if (ctx->rank == root) memcpy(global, v->data, (size_t)v->local_n * rmaop_dtype_size(v->dtype));
+    if (ctx->rank == root) memcpy(global, local, (size_t)v->local_n * rmaop_dtype_size(v->dtype));
   } else {
-    RMAOP_CHECK_MPI_GOTO(ctx, MPI_Gatherv(v->data, (int)v->local_n, mpi_type(v->dtype), global, counts, displs,
+    RMAOP_CHECK_MPI_GOTO(ctx, MPI_Gatherv(local, (int)v->local_n, mpi_type(v->dtype), global, counts, displs,
                                           mpi_type(v->dtype), root, ctx->comm), st, out);
   }
 out:
+  if (local != v->data) free(local);
   free(counts);
   return st;
 }
@@ -360,16 +451,21 @@ rmaop_status rmaop_vec_scatter(rmaop_vec v, int root, const void *global) {
   RMAOP_CHECK(check_vec(NULL, "rmaop_vec_scatter", "vec", v));
   rmaop_ctx ctx = v->ctx;
   int *counts = NULL, *displs = NULL;
-  rmaop_status st = rmaop__agree(ctx, io_check(v, "rmaop_vec_scatter", root, global, &counts, &displs), "rmaop_vec_scatter");
+  void *local = NULL;
+  rmaop_status st = io_check(v, "rmaop_vec_scatter", root, global, &counts, &displs);
+  if (st == RMAOP_OK) st = io_host(v, 0, &local);
+  st = rmaop__agree(ctx, st, "rmaop_vec_scatter");
   if (st != RMAOP_OK) goto out;
   if (v->layout->kind == RMAOP_LAYOUT_BROADCAST) {
-    if (ctx->rank == root) memcpy(v->data, global, (size_t)v->local_n * rmaop_dtype_size(v->dtype));
-    RMAOP_CHECK_MPI_GOTO(ctx, MPI_Bcast(v->data, (int)v->local_n, mpi_type(v->dtype), root, ctx->comm), st, out);
+    if (ctx->rank == root) memcpy(local, global, (size_t)v->local_n * rmaop_dtype_size(v->dtype));
+    RMAOP_CHECK_MPI_GOTO(ctx, MPI_Bcast(local, (int)v->local_n, mpi_type(v->dtype), root, ctx->comm), st, out);
   } else {
-    RMAOP_CHECK_MPI_GOTO(ctx, MPI_Scatterv(global, counts, displs, mpi_type(v->dtype), v->data, (int)v->local_n,
+    RMAOP_CHECK_MPI_GOTO(ctx, MPI_Scatterv(global, counts, displs, mpi_type(v->dtype), local, (int)v->local_n,
                                            mpi_type(v->dtype), root, ctx->comm), st, out);
   }
+  if (local != v->data) st = rmaop_vec_write_local(v, local);
 out:
+  if (local != v->data) free(local);
   free(counts);
   return st;
 }

@@ -12,8 +12,15 @@
  * elements than the plan says returns RMAOP_ERR_REMOTE naming the sender, so such a failure never leaves
  * a neighbor waiting. (Bad arguments are rejected by the core before the backend runs; a neighbor of
  * that rank is released by the timeout.) Waits poll with the context's timeout (RMAOP_ERR_TIMEOUT)
- * instead of blocking in MPI_Waitall. */
+ * instead of blocking in MPI_Waitall.
+ *
+ * Device memory. With a CUDA-aware MPI (ctx->mpi_cuda_aware) the plan is dev_native: staging and pack
+ * buffers are device memory, MPI reads src and writes staging/dst on the GPU, and begin synchronizes the
+ * context's stream first (the kernels that produced src must be done before MPI reads it). Without one,
+ * sends read the core's host copy of the send ranges (rmaop__plan_send_src), receives land in host
+ * staging, and rmaop__plan_unpack copies it to the device; nothing is received straight into dst. */
 #include "rmaop_impl.h"
+#include "device.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -154,11 +161,6 @@ static rmaop_status wait_all(rmaop_ctx ctx, int n, int nrecv, const int *peers, 
 }
 
 static rmaop_status ts_init(rmaop_ctx ctx) {
-  /* Staging, packing and rmaop__plan_unpack() work on host memory; GPU buffers need a CUDA-aware MPI
-   * check (MPIX_Query_cuda_support) and device staging first. Refuse rather than read device pointers. */
-  RMAOP_REQUIRE(ctx, ctx->memory == RMAOP_MEMORY_HOST, RMAOP_ERR_UNSUPPORTED,
-                "backend \"twosided\": memory kind \"%s\" is not supported yet (host only)",
-                rmaop_memory_name(ctx->memory));
   ts_ctx *c = NULL;
   RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *c, "twosided context state", (void **)&c));
   ctx->backend_data = c;
@@ -168,6 +170,24 @@ static rmaop_status ts_init(rmaop_ctx ctx) {
 static void ts_fini(rmaop_ctx ctx) {
   free(ctx->backend_data);
   ctx->backend_data = NULL;
+}
+
+/* Staging and pack buffers: device memory for a dev_native plan, host memory otherwise. */
+static rmaop_status buf_alloc(rmaop_plan plan, size_t n, const char *what, void **out) {
+#ifdef RMAOP_HAVE_CUDA
+  if (plan->dev_native) return rmaop__dev_malloc(plan->ctx, n * plan->esize, what, out);
+#endif
+  return rmaop__calloc(plan->ctx, n, plan->esize, what, out);
+}
+
+static void buf_free(rmaop_plan plan, void *p) {
+#ifdef RMAOP_HAVE_CUDA
+  if (plan->dev_native) {
+    rmaop__dev_free(p);
+    return;
+  }
+#endif
+  free(p);
 }
 
 static void ts_plan_free(rmaop_plan plan) {
@@ -197,8 +217,8 @@ static void ts_plan_free(rmaop_plan plan) {
     for (int k = 0; t->smsg && k < plan->nsend_peers; ++k)
       msg_free(&t->smsg[k]);
   }
-  free(t->staging);
-  free(t->pack);
+  buf_free(plan, t->staging);
+  buf_free(plan, t->pack);
   free(t->pack_disp);
   free(t->rmsg);
   free(t->smsg);
@@ -241,6 +261,7 @@ static rmaop_status dst_disjoint(rmaop_plan plan, int *disjoint) {
 
 /* This execution receives origin k straight into dst. */
 static int direct(const ts_plan *t, rmaop_plan plan, int k) {
+  if (plan->ctx->memory == RMAOP_MEMORY_DEVICE && !plan->dev_native) return 0; /* dst is GPU memory */
   return plan->cur_mode == RMAOP_INSERT && t->disjoint && (t->one[k] || t->rtype[k] != MPI_DATATYPE_NULL);
 }
 
@@ -294,8 +315,8 @@ static rmaop_status ts_plan_setup(rmaop_plan plan) {
                    st, err);
 
   /* Receive staging and one persistent receive per origin. */
-  RMAOP_CHECK_GOTO(rmaop__calloc(ctx, (size_t)plan->recv_total, plan->esize, "twosided receive staging", &t->staging),
-                   st, err);
+  plan->dev_native = ctx->memory == RMAOP_MEMORY_DEVICE && ctx->mpi_cuda_aware;
+  RMAOP_CHECK_GOTO(buf_alloc(plan, (size_t)plan->recv_total, "twosided receive staging", &t->staging), st, err);
   RMAOP_CHECK_GOTO(rmaop__calloc(ctx, nr ? (size_t)nr : 1, sizeof(MPI_Request), "twosided receives", (void **)&t->rpers),
                    st, err);
   RMAOP_CHECK_GOTO(rmaop__calloc(ctx, nr ? (size_t)nr : 1, 1, "twosided direct flags", (void **)&t->one), st, err);
@@ -334,7 +355,7 @@ static rmaop_status ts_plan_setup(rmaop_plan plan) {
       packed += plan->send_peer_count[k];
   }
   if (packed > 0)
-    RMAOP_CHECK_GOTO(rmaop__calloc(ctx, (size_t)packed, plan->esize, "twosided pack buffer", &t->pack), st, err);
+    RMAOP_CHECK_GOTO(buf_alloc(plan, (size_t)packed, "twosided pack buffer", &t->pack), st, err);
   for (int k = 0; k < ns; ++k) {
     RMAOP_CHECK_GOTO(msg_make(ctx, plan->dtype, plan->send_peer_count[k], &t->smsg[k]), st, err);
     if (t->pack_disp[k] < 0)
@@ -391,6 +412,14 @@ static rmaop_status ts_plan_begin(rmaop_plan plan) {
   ts_plan *t = plan->backend_data;
   const int nr = plan->nrecv_peers, ns = plan->nsend_peers;
   int rc = MPI_SUCCESS, k = 0;
+  const void *src = plan->cur_src;
+#ifdef RMAOP_HAVE_CUDA
+  if (plan->dev_native && ns > 0) {
+    rmaop_status ds = rmaop__dev_sync(ctx); /* MPI reads src on the GPU: its producers must be done */
+    if (ds != RMAOP_OK) return begin_failed(plan, ds, 0, 0);
+  }
+#endif
+  if (ns > 0 && (src = rmaop__plan_send_src(plan)) == NULL) return begin_failed(plan, RMAOP_ERR_CUDA, 0, 0);
 
   /* Receives first, so that early senders find them posted. */
   for (k = 0; k < nr; ++k) {
@@ -416,17 +445,24 @@ static rmaop_status ts_plan_begin(rmaop_plan plan) {
       int64_t at = t->pack_disp[k];
       for (int j = first; j < last; ++j) {
         const rmaop_transfer *tr = &plan->send[j];
-        if (tr->count > 0)
-          rmaop__host_apply(plan->dtype, elem_ptr(plan, t->pack, at), elem_ptr(plan, plan->cur_src, tr->src_offset),
-                            tr->count, RMAOP_INSERT);
+        if (tr->count > 0 && !plan->dev_native)
+          rmaop__host_apply(plan->dtype, elem_ptr(plan, t->pack, at), elem_ptr(plan, src, tr->src_offset), tr->count,
+                            RMAOP_INSERT);
+#ifdef RMAOP_HAVE_CUDA
+        if (tr->count > 0 && plan->dev_native) {
+          rmaop_status ds = rmaop__dev_copy(ctx, elem_ptr(plan, t->pack, at), elem_ptr(plan, src, tr->src_offset),
+                                            (size_t)tr->count * plan->esize);
+          if (ds == RMAOP_OK && j + 1 == last) ds = rmaop__dev_sync(ctx);
+          if (ds != RMAOP_OK) return begin_failed(plan, ds, nr, k);
+        }
+#endif
         at += tr->count;
       }
       rc = MPI_Start(r);
     } else if (t->stype[k] != MPI_DATATYPE_NULL) {
-      rc = MPI_Isend(plan->cur_src, 1, t->stype[k], plan->send_peers[k], t->tag, ctx->comm, r);
+      rc = MPI_Isend(src, 1, t->stype[k], plan->send_peers[k], t->tag, ctx->comm, r);
     } else {
-      const void *buf =
-          plan->send_peer_count[k] > 0 ? elem_ptr(plan, plan->cur_src, plan->send[first].src_offset) : NULL;
+      const void *buf = plan->send_peer_count[k] > 0 ? elem_ptr(plan, src, plan->send[first].src_offset) : NULL;
       rc = MPI_Isend(buf, t->smsg[k].count, t->smsg[k].type, plan->send_peers[k], t->tag, ctx->comm, r);
     }
     if (rc != MPI_SUCCESS)

@@ -62,7 +62,10 @@ extern "C" rmaop_status rmaop__dev_malloc(rmaop_ctx ctx, size_t bytes, const cha
     if (e != cudaSuccess)
       return RMAOP_ERROR(ctx, e == cudaErrorMemoryAllocation ? RMAOP_ERR_NOMEM : RMAOP_ERR_CUDA,
                          "cudaMalloc of %zu bytes (%s) failed: %s", bytes, what, cudaGetErrorString(e));
-    e = cudaMemset(p, 0, bytes);
+    /* On the context's stream (a non-blocking stream does not wait for the legacy default stream's
+     * cudaMemset), then waited for: peers may map the memory at once. */
+    e = cudaMemsetAsync(p, 0, bytes, STREAM(ctx));
+    if (e == cudaSuccess) e = cudaStreamSynchronize(STREAM(ctx));
     if (e != cudaSuccess) {
       cudaFree(p);
       return RMAOP_ERROR(ctx, RMAOP_ERR_CUDA, "cudaMemset of %s failed: %s", what, cudaGetErrorString(e));

@@ -21,6 +21,8 @@ int rt_main(int argc, char **argv, Suite *(*make_suite)(void));
 
 /* The context for the test, from the RMAOP_* environment (ctest sets it per entry). */
 rmaop_ctx rt_ctx(void);
+/* 1 when the tests run on device memory (RMAOP_MEMORY=device): local arrays are GPU memory then. */
+int rt_device(void);
 
 /* Collective assertion: fails on every rank when `ok` is false on any rank. The failing ranks print the
  * formatted message (with their rank) to stderr; the Check message names file:line. */

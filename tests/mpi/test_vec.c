@@ -150,15 +150,19 @@ START_TEST(test_local_ops) {
       /* pointwise with aliasing: x = x .* y */
       RT_OK(rmaop_vec_pointwise_mult(x, x, y));
       check_local(x, ref_mult, NULL, tol, "pointwise_mult aliased");
-      /* the local array is the vector's memory (host memory here) */
+      /* the local array is the vector's memory */
       void *arr = NULL;
       RT_OK(rmaop_vec_get_array(y, &arr));
       rmaop_vec_info info;
       RT_OK(rmaop_vec_get_info(y, &info));
       RT_CHECK(info.local_n == 0 || arr != NULL, "get_array returned NULL");
-      for (int64_t j = 0; j < info.local_n; ++j)
-        rt_store(d, arr, j, rt_value(info.offset + j, 0));
-      check_local(y, ref_x, NULL, 0, "get_array writes");
+      RT_CHECK(info.memory == (rt_device() ? RMAOP_MEMORY_DEVICE : RMAOP_MEMORY_HOST), "vector memory kind is %s",
+               rmaop_memory_name(info.memory));
+      if (!rt_device()) { /* device memory is not for host stores */
+        for (int64_t j = 0; j < info.local_n; ++j)
+          rt_store(d, arr, j, rt_value(info.offset + j, 0));
+        check_local(y, ref_x, NULL, 0, "get_array writes");
+      }
       rmaop_vec_destroy(&x);
       rmaop_vec_destroy(&y);
       rmaop_vec_destroy(&w);
