@@ -14,14 +14,20 @@ const char *const bench_problem_names[] = {"deriv1d", "lap2d", "bdiag", "vstack"
     if (s_ != RMAOP_OK) return s_;         \
   } while (0)
 
-/* Fills v[i] = f(global index) on this rank's part (BROADCAST vectors hold all of it). */
+/* Fills v[i] = f(global index) on this rank's part (BROADCAST vectors hold all of it). The values are
+ * built in a host buffer and written with rmaop_vec_write_local, so host and device vectors alike work. */
 static rmaop_status fill(rmaop_vec v, double (*f)(int64_t, int64_t), int64_t n) {
   rmaop_vec_info info;
-  double *d = NULL;
   TRY(rmaop_vec_get_info(v, &info));
-  TRY(rmaop_vec_get_array(v, (void **)&d));
-  for (int64_t i = 0; i < info.local_n; ++i) d[i] = f(info.offset + i, n);
-  return RMAOP_OK;
+  double *h = malloc((size_t)(info.local_n > 0 ? info.local_n : 1) * sizeof *h);
+  if (!h) {
+    fprintf(stderr, "bench problem: cannot allocate %lld doubles of host staging\n", (long long)info.local_n);
+    return RMAOP_ERR_NOMEM;
+  }
+  for (int64_t i = 0; i < info.local_n; ++i) h[i] = f(info.offset + i, n);
+  rmaop_status st = rmaop_vec_write_local(v, h);
+  free(h);
+  return st;
 }
 
 static double x_1d(int64_t i, int64_t n) { (void)n; return sin(0.01 * (double)i) + 0.5 * cos(0.003 * (double)i); }

@@ -1,12 +1,33 @@
 /* rmaop-bench: the same problem and CGLS run on several communication paths, side by side.
  *
- *   mpiexec -n P rmaop-bench --problem deriv1d --n 1048576 --niter 50 --backends rma,twosided \
- *                            [--sync fence,pscw,lock] [--transport auto] [--repeat 5] [--json out.json]
+ *   mpiexec -n P rmaop-bench --problem deriv1d --n 1048576 --niter 50 --backends rma,twosided,nccl \
+ *                            [--sync fence,pscw,lock] [--transport auto] [--memory host|device] [--repeat 5]
+ *                            [--json out.json]
  *
  * Every path solves from x0 = 0; the residual histories must agree with the first path's to 1e-10
  * (relative) or the run fails. Repeats are interleaved over the paths so machine noise hits all alike.
- * Uses only the public API. */
+ * A path whose context the library cannot create (RMAOP_ERR_UNSUPPORTED: a backend not built in, ...) is
+ * skipped with a line saying why; the others run.
+ *
+ * --memory device puts every path's vectors in GPU memory (options.memory = "device"). The bench then
+ * also measures the device copy bandwidth (cudaMemcpy device-to-device of 1 GiB, CUDA events, median of 5,
+ * bytes read + written) and gives each path its streaming bound: the vector passes of one CGLS iteration
+ * of src/solver.c (damp = 0) times their bytes, divided by that bandwidth. Per iteration, with M the
+ * model part and D the data part of this rank:
+ *   mdot(q.q, c.c)      reads q, c                  1 D + 1 M
+ *   axpy x += a c       reads x, c, writes x        3 M
+ *   axpy s -= a q       reads s, q, writes s        3 D
+ *   A^H s -> r          reads s, writes r           1 D + 1 M
+ *   mdot(r.r, s.s)      reads r, s                  1 M + 1 D
+ *   axpby c = r + b c   reads r, c, writes c        3 M
+ *   A c -> q            reads c, writes q           1 M + 1 D
+ *   total               10 M + 7 D vector passes (17 x local_n when M = D)
+ * Uses only the public API (and the CUDA runtime for the bandwidth measurement). */
 #include "problems.h"
+
+#ifdef RMAOP_BENCH_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #include <getopt.h>
 #include <math.h>
@@ -24,7 +45,16 @@ typedef struct {
   double *history;
   int iterations;
   double *t_iter, *comm_share; /* per repeat */
+  double bytes_iter;           /* streaming bytes of one CGLS iteration on the busiest rank */
+  double bound;                /* seconds: max over ranks of local bytes / local copy bandwidth; 0: none */
 } path;
+
+typedef struct {
+  char name[64], why[512];
+} skipped_path;
+
+/* CGLS vector passes per iteration (see the comment at the top): model part, data part. */
+enum { CGLS_PASSES_MODEL = 10, CGLS_PASSES_DATA = 7 };
 
 static int rank;
 
@@ -59,7 +89,74 @@ static double vmax(const double *v, int n) { double m = v[0]; for (int i = 1; i 
 static void usage(void) {
   if (rank == 0)
     fprintf(stderr, "usage: rmaop-bench --problem deriv1d|lap2d|bdiag|vstack --n N --niter K [--backends rma,twosided]\n"
-                    "                   [--sync fence,pscw,lock] [--transport auto|mpi|shm] [--repeat R] [--json FILE]\n");
+                    "                   [--sync fence,pscw,lock] [--transport auto|mpi|shm|ipc] [--memory host|device]\n"
+                    "                   [--repeat R] [--json FILE]\n"
+                    "  --backends takes any of rma, twosided, nccl; a backend this library lacks is skipped.\n");
+}
+
+/* Device copy bandwidth of this rank's GPU in bytes/s: cudaMemcpy device-to-device of 1 GiB timed with
+ * CUDA events, median of 5 (after one untimed copy), counting bytes read + written (2 GiB per copy).
+ * Returns 0 and a message in why when it cannot be measured. */
+static double device_copy_bandwidth(char *why, size_t whylen) {
+#ifdef RMAOP_BENCH_HAVE_CUDA
+  /* The GPU the library picks: node rank modulo the visible devices. */
+  MPI_Comm node;
+  int node_rank = 0, count = 0;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &node_rank);
+  MPI_Comm_free(&node);
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    snprintf(why, whylen, "no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "count 0");
+    return 0;
+  }
+  const size_t bytes = (size_t)1 << 30;
+  void *a = NULL, *b = NULL;
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  double ms[5], bw = 0;
+#define BW_TRY(call)                                                                 \
+  do {                                                                               \
+    e = (call);                                                                      \
+    if (e != cudaSuccess) {                                                          \
+      snprintf(why, whylen, "%s: %s", #call, cudaGetErrorString(e));                 \
+      goto out;                                                                      \
+    }                                                                                \
+  } while (0)
+  BW_TRY(cudaSetDevice(node_rank % count));
+  BW_TRY(cudaMalloc(&a, bytes));
+  BW_TRY(cudaMalloc(&b, bytes));
+  BW_TRY(cudaMemset(a, 1, bytes));
+  BW_TRY(cudaMemset(b, 0, bytes));
+  BW_TRY(cudaEventCreate(&e0));
+  BW_TRY(cudaEventCreate(&e1));
+  BW_TRY(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice)); /* untimed */
+  BW_TRY(cudaDeviceSynchronize());
+  for (int k = 0; k < 5; ++k) {
+    float t = 0;
+    BW_TRY(cudaEventRecord(e0, 0));
+    BW_TRY(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, 0));
+    BW_TRY(cudaEventRecord(e1, 0));
+    BW_TRY(cudaEventSynchronize(e1));
+    BW_TRY(cudaEventElapsedTime(&t, e0, e1));
+    ms[k] = t;
+  }
+  {
+    double s[5];
+    memcpy(s, ms, sizeof s);
+    qsort(s, 5, sizeof *s, cmp_double);
+    bw = s[2] > 0 ? 2.0 * (double)bytes / (s[2] * 1e-3) : 0;
+  }
+out:
+#undef BW_TRY
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  if (a) cudaFree(a);
+  if (b) cudaFree(b);
+  return bw;
+#else
+  snprintf(why, whylen, "rmaop-bench was built without CUDA");
+  return 0;
+#endif
 }
 
 static void solve_once(path *p, int niter, int rep) {
@@ -81,14 +178,29 @@ static void solve_once(path *p, int niter, int rep) {
   rmaop_solver_info_free(&info);
 }
 
-static void write_json(const char *file, const char *problem, int64_t n, int niter, int P, path *paths, int np, int repeat) {
+static void write_json(const char *file, const char *problem, int64_t n, int niter, int P, path *paths, int np, int repeat,
+                       const char *memory, const double bw[3], const skipped_path *skipped, int nskipped) {
   FILE *f = fopen(file, "w");
   if (!f) {
     fprintf(stderr, "rmaop-bench: cannot write %s\n", file);
     return;
   }
-  fprintf(f, "{\"problem\": \"%s\", \"n\": %lld, \"niter\": %d, \"ranks\": %d, \"repeat\": %d, \"paths\": [", problem,
-          (long long)n, niter, P, repeat);
+  fprintf(f, "{\"problem\": \"%s\", \"n\": %lld, \"niter\": %d, \"ranks\": %d, \"repeat\": %d, \"memory\": \"%s\", ",
+          problem, (long long)n, niter, P, repeat, memory);
+  if (strcmp(memory, "device") == 0)
+    fprintf(f, "\"device_copy_bw_bytes_per_s\": {\"rank0\": %.6g, \"min\": %.6g, \"max\": %.6g}, "
+               "\"cgls_passes_per_iter\": {\"model\": %d, \"data\": %d}, ",
+            bw[0], bw[1], bw[2], CGLS_PASSES_MODEL, CGLS_PASSES_DATA);
+  fprintf(f, "\"skipped\": [");
+  for (int i = 0; i < nskipped; ++i) {
+    fprintf(f, "%s{\"path\": \"%s\", \"why\": \"", i ? ", " : "", skipped[i].name);
+    for (const char *c = skipped[i].why; *c; ++c) {
+      if (*c == '"' || *c == '\\') fputc('\\', f);
+      fputc((unsigned char)*c < 32 ? ' ' : *c, f);
+    }
+    fprintf(f, "\"}");
+  }
+  fprintf(f, "], \"paths\": [");
   for (int i = 0; i < np; ++i) {
     path *p = &paths[i];
     fprintf(f, "%s\n {\"path\": \"%s\", \"backend\": \"%s\", \"sync\": \"%s\", \"transport\": \"%s\", ", i ? "," : "",
@@ -96,8 +208,13 @@ static void write_json(const char *file, const char *problem, int64_t n, int nit
     fprintf(f, "\"iter_seconds\": {\"median\": %.9g, \"min\": %.9g, \"max\": %.9g, \"all\": [", median(p->t_iter, repeat),
             vmin(p->t_iter, repeat), vmax(p->t_iter, repeat));
     for (int r = 0; r < repeat; ++r) fprintf(f, "%s%.9g", r ? ", " : "", p->t_iter[r]);
-    fprintf(f, "]}, \"comm_share\": %.4f, \"ratio_to_first\": %.4f, \"iterations\": %d, \"history\": [",
-            median(p->comm_share, repeat), median(p->t_iter, repeat) / median(paths[0].t_iter, repeat), p->iterations);
+    fprintf(f, "]}, \"comm_share\": %.4f, \"ratio_to_first\": %.4f, \"iterations\": %d, ", median(p->comm_share, repeat),
+            median(p->t_iter, repeat) / median(paths[0].t_iter, repeat), p->iterations);
+    fprintf(f, "\"bytes_per_iter\": %.0f, ", p->bytes_iter);
+    if (p->bound > 0)
+      fprintf(f, "\"streaming_bound_seconds\": %.9g, \"measured_over_bound\": %.4f, ", p->bound,
+              median(p->t_iter, repeat) / p->bound);
+    fprintf(f, "\"history\": [");
     for (int k = 0; k <= p->iterations; ++k) fprintf(f, "%s%.17g", k ? ", " : "", p->history[k]);
     fprintf(f, "]}");
   }
@@ -111,13 +228,14 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &P);
   char problem[32] = "deriv1d", backends[256] = "rma,twosided", syncs[256] = "fence,pscw,lock", transports[256] = "auto";
+  char memory[16] = "host";
   const char *json = NULL;
   int64_t n = 1 << 16;
   int niter = 20, repeat = 5;
   static struct option longopts[] = {{"problem", 1, 0, 'p'}, {"n", 1, 0, 'n'},      {"niter", 1, 0, 'k'},
                                      {"backends", 1, 0, 'b'}, {"sync", 1, 0, 's'},  {"transport", 1, 0, 't'},
                                      {"repeat", 1, 0, 'r'},  {"json", 1, 0, 'j'},   {"help", 0, 0, 'h'},
-                                     {0, 0, 0, 0}};
+                                     {"memory", 1, 0, 'm'},  {0, 0, 0, 0}};
   for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
     switch (c) {
     case 'p': snprintf(problem, sizeof problem, "%s", optarg); break;
@@ -128,16 +246,46 @@ int main(int argc, char **argv) {
     case 't': snprintf(transports, sizeof transports, "%s", optarg); break;
     case 'r': repeat = atoi(optarg); break;
     case 'j': json = optarg; break;
+    case 'm': snprintf(memory, sizeof memory, "%s", optarg); break;
     default: usage(); MPI_Finalize(); return c == 'h' ? 0 : 2;
     }
   }
   int known = 0;
   for (int i = 0; bench_problem_names[i]; ++i) known |= strcmp(problem, bench_problem_names[i]) == 0;
-  if (!known || n < 8 || niter < 1 || repeat < 1) {
-    if (rank == 0) fprintf(stderr, "rmaop-bench: bad arguments (problem \"%s\", n %lld, niter %d, repeat %d)\n", problem, (long long)n, niter, repeat);
+  const int on_device = strcmp(memory, "device") == 0;
+  if (!known || n < 8 || niter < 1 || repeat < 1 || (!on_device && strcmp(memory, "host") != 0)) {
+    if (rank == 0)
+      fprintf(stderr, "rmaop-bench: bad arguments (problem \"%s\", n %lld, niter %d, repeat %d, memory \"%s\")\n", problem,
+              (long long)n, niter, repeat, memory);
     usage();
     MPI_Finalize();
     return 2;
+  }
+
+  /* Device memory: one probe context first, so a library without CUDA (or a machine without a GPU) ends
+   * the run with the library's message instead of skipping every path. */
+  double bw_local = 0, bw[3] = {0, 0, 0}; /* rank 0's, min, max over ranks (bytes/s) */
+  if (on_device) {
+    rmaop_ctx_options o;
+    rmaop_ctx_options_init(&o);
+    o.backend = "twosided";
+    o.memory = "device";
+    rmaop_ctx probe = NULL;
+    rmaop_status st = rmaop_ctx_create(MPI_COMM_WORLD, &o, &probe);
+    if (st != RMAOP_OK) {
+      if (rank == 0)
+        fprintf(stderr, "rmaop-bench: --memory device: %s\n", rmaop_ctx_last_error(NULL));
+      MPI_Finalize();
+      return 1;
+    }
+    rmaop_ctx_destroy(&probe);
+    char why[256] = "";
+    bw_local = device_copy_bandwidth(why, sizeof why);
+    if (bw_local <= 0) fprintf(stderr, "rmaop-bench: rank %d: device copy bandwidth not measured: %s\n", rank, why);
+    MPI_Allreduce(&bw_local, &bw[1], 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&bw_local, &bw[2], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    bw[0] = bw_local;
+    MPI_Bcast(&bw[0], 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   }
 
   char *bl[MAX_PATHS], *sl[MAX_PATHS], *tl[MAX_PATHS];
@@ -157,21 +305,51 @@ int main(int argc, char **argv) {
         else snprintf(p->name, sizeof p->name, "%s", p->backend);
       }
   }
+  skipped_path skipped[MAX_PATHS];
+  int nskipped = 0, nrun = 0;
   for (int i = 0; i < np; ++i) {
     path *p = &paths[i];
     rmaop_ctx_options o;
     rmaop_ctx_options_init(&o);
     o.backend = p->backend;
-    o.memory = "host";
+    o.memory = memory;
     if (strcmp(p->backend, "rma") == 0) {
       o.rma_sync = p->sync;
       o.rma_transport = p->transport;
     }
-    if (rmaop_ctx_create(MPI_COMM_WORLD, &o, &p->ctx) != RMAOP_OK) die(p->name, NULL);
+    /* Collective and agreed: every rank gets the same status, so every rank skips alike. */
+    rmaop_status st = rmaop_ctx_create(MPI_COMM_WORLD, &o, &p->ctx);
+    if (st == RMAOP_ERR_UNSUPPORTED) {
+      skipped_path *k = &skipped[nskipped++];
+      snprintf(k->name, sizeof k->name, "%s", p->name);
+      snprintf(k->why, sizeof k->why, "%s", rmaop_ctx_last_error(NULL));
+      if (rank == 0) printf("rmaop-bench: path %s skipped: %s\n", k->name, k->why);
+      continue;
+    }
+    if (st != RMAOP_OK) die(p->name, NULL);
     if (bench_problem_create(p->ctx, problem, n, &p->prob) != RMAOP_OK) die("problem set-up", p->ctx);
     if (rmaop_vec_duplicate(p->prob.x_true, &p->x) != RMAOP_OK) die("vector", p->ctx);
     p->t_iter = calloc((size_t)repeat, sizeof(double));
     p->comm_share = calloc((size_t)repeat, sizeof(double));
+    rmaop_vec_info mi, di;
+    if (rmaop_vec_get_info(p->prob.x_true, &mi) != RMAOP_OK || rmaop_vec_get_info(p->prob.b, &di) != RMAOP_OK)
+      die("vector info", p->ctx);
+    double local[2] = {(double)(CGLS_PASSES_MODEL * mi.local_n + CGLS_PASSES_DATA * di.local_n) * (double)rmaop_dtype_size(RMAOP_F64), 0};
+    local[1] = bw_local > 0 ? local[0] / bw_local : 0;
+    double worst[2];
+    MPI_Allreduce(local, worst, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    int all_measured = bw_local > 0, every = 0;
+    MPI_Allreduce(&all_measured, &every, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    p->bytes_iter = worst[0];
+    p->bound = on_device && every ? worst[1] : 0;
+    if (nrun != i) paths[nrun] = *p; /* keep the paths that run contiguous */
+    ++nrun;
+  }
+  np = nrun;
+  if (np == 0) {
+    if (rank == 0) fprintf(stderr, "rmaop-bench: no path could run (%d skipped)\n", nskipped);
+    MPI_Finalize();
+    return 1;
   }
   for (int i = 0; i < np; ++i) solve_once(&paths[i], niter, 0); /* warm-up, and the histories */
   for (int r = 0; r < repeat; ++r)
@@ -191,18 +369,35 @@ int main(int argc, char **argv) {
     }
   }
   if (rank == 0) {
-    printf("rmaop-bench: problem %s, n %lld, %d ranks, CGLS %d iterations, %d repeats (interleaved)\n", problem,
-           (long long)n, P, niter, repeat);
+    printf("rmaop-bench: problem %s, n %lld, %d ranks, CGLS %d iterations, %d repeats (interleaved), memory %s\n",
+           problem, (long long)n, P, niter, repeat, memory);
+    if (on_device) {
+      if (bw[1] > 0)
+        printf("device copy bandwidth: %.1f GB/s on rank 0 (ranks: %.1f .. %.1f GB/s); cudaMemcpy D2D 1 GiB, CUDA events, "
+               "median of 5, bytes read + written\n", 1e-9 * bw[0], 1e-9 * bw[1], 1e-9 * bw[2]);
+      else
+        printf("device copy bandwidth: not measured on every rank (see stderr); no streaming bound\n");
+      printf("streaming bound = CGLS bytes per iteration (%d model + %d data vector passes x 8 B x local_n, busiest rank) "
+             "/ that rank's copy bandwidth\n", CGLS_PASSES_MODEL, CGLS_PASSES_DATA);
+    }
+    for (int i = 0; i < nskipped; ++i) printf("skipped: %-22s %s\n", skipped[i].name, skipped[i].why);
     printf("final residual %.6e (history[0] %.6e); histories %s across paths (rel 1e-10)\n",
            paths[0].history[paths[0].iterations], paths[0].history[0], mismatch ? "DIFFER" : "agree");
-    printf("%-22s %12s %12s %12s %8s %8s\n", "path", "median us/it", "min us/it", "max us/it", "comm %", "ratio");
+    printf("%-22s %12s %12s %12s %8s %8s", "path", "median us/it", "min us/it", "max us/it", "comm %", "ratio");
+    if (on_device) printf(" %12s %12s %11s", "MB/it", "bound us/it", "meas/bound");
+    printf("\n");
     for (int i = 0; i < np; ++i) {
       path *p = &paths[i];
-      printf("%-22s %12.2f %12.2f %12.2f %7.1f%% %8.3f\n", p->name, 1e6 * median(p->t_iter, repeat),
+      printf("%-22s %12.2f %12.2f %12.2f %7.1f%% %8.3f", p->name, 1e6 * median(p->t_iter, repeat),
              1e6 * vmin(p->t_iter, repeat), 1e6 * vmax(p->t_iter, repeat), 100 * median(p->comm_share, repeat),
              median(p->t_iter, repeat) / median(paths[0].t_iter, repeat));
+      if (on_device && p->bound > 0)
+        printf(" %12.3f %12.2f %11.2f", 1e-6 * p->bytes_iter, 1e6 * p->bound, median(p->t_iter, repeat) / p->bound);
+      else if (on_device)
+        printf(" %12.3f %12s %11s", 1e-6 * p->bytes_iter, "-", "-");
+      printf("\n");
     }
-    if (json) write_json(json, problem, n, niter, P, paths, np, repeat);
+    if (json) write_json(json, problem, n, niter, P, paths, np, repeat, memory, bw, skipped, nskipped);
   }
   for (int i = 0; i < np; ++i) {
     bench_problem_free(&paths[i].prob);

@@ -4,6 +4,10 @@
 #include <math.h>
 #include <stdio.h>
 
+#ifdef RMAOP_HAVE_CUDA
+#include "device.h"
+#endif
+
 rmaop_status rmaop__op_new(rmaop_ctx ctx, const char *name, rmaop_dtype dtype, rmaop_layout model, rmaop_layout data,
                            const rmaop__op_ops *ops, void *impl, rmaop_op *out) {
   rmaop_op A = NULL;
@@ -397,18 +401,32 @@ static double hash_unit(unsigned seed, int64_t i, int part) {
   return (double)(z >> 11) * 0x1.0p-52 - 1.0;
 }
 
-/* Fills v with deterministic values by global index (host memory). */
+/* Fills v with deterministic values by global index: the same values in host and device memory (those
+ * are made on the host and copied over; synchronizes). */
 rmaop_status rmaop__vec_fill_random(rmaop_vec v, unsigned seed) {
   const int64_t off = v->layout->offsets[v->ctx->rank];
+  void *data = v->data;
+#ifdef RMAOP_HAVE_CUDA
+  const size_t bytes = (size_t)v->local_n * rmaop_dtype_size(v->dtype);
+  if (v->memory == RMAOP_MEMORY_DEVICE) RMAOP_CHECK(rmaop__malloc(v->ctx, bytes + 1, "random values (host)", &data));
+#endif
   for (int64_t i = 0; i < v->local_n; ++i) {
     double re = hash_unit(seed, off + i, 0), im = hash_unit(seed, off + i, 1);
     switch (v->dtype) {
-    case RMAOP_F32: ((float *)v->data)[i] = (float)re; break;
-    case RMAOP_F64: ((double *)v->data)[i] = re; break;
-    case RMAOP_C64: ((float _Complex *)v->data)[i] = (float _Complex)CMPLX(re, im); break;
-    case RMAOP_C128: ((double _Complex *)v->data)[i] = CMPLX(re, im); break;
+    case RMAOP_F32: ((float *)data)[i] = (float)re; break;
+    case RMAOP_F64: ((double *)data)[i] = re; break;
+    case RMAOP_C64: ((float _Complex *)data)[i] = (float _Complex)CMPLX(re, im); break;
+    case RMAOP_C128: ((double _Complex *)data)[i] = CMPLX(re, im); break;
     }
   }
+#ifdef RMAOP_HAVE_CUDA
+  if (data != v->data) {
+    rmaop_status st = rmaop__dev_copy(v->ctx, v->data, data, bytes);
+    if (st == RMAOP_OK) st = rmaop__dev_sync(v->ctx);
+    free(data);
+    RMAOP_CHECK(st);
+  }
+#endif
   return RMAOP_OK;
 }
 

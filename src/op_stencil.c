@@ -11,7 +11,12 @@
 #include <math.h>
 #include <stdio.h>
 
-#define NK 5 /* k = -2 .. 2 -> index k + 2 */
+#include "dev_ops.h"
+#ifdef RMAOP_HAVE_CUDA
+#include "device.h"
+#endif
+
+#define NK RMAOP__NK /* k = -2 .. 2 -> index k + 2 */
 
 typedef struct {
   int order;              /* 1 or 2 */
@@ -30,55 +35,17 @@ typedef struct {
   int64_t int_lo, int_hi; /* global rows using cint */
   int il, ir;             /* reach of the interior stencil */
   rmaop_plan halo, halo_rev;
-  void *ghost;            /* (hl + hr) * ninner elements */
+  void *ghost;            /* (hl + hr) * ninner elements, in the context's memory */
   rmaop_vec in, out;
+  rmaop_ctx ctx;
+  int dev;                /* device memory: the local work runs as kernels on the context's stream */
 } stencil;
 
-/* Coefficients of output row g (PyLops conventions; see the issue text / README for the formulas). */
+/* Coefficients of output row g (PyLops conventions; one definition for host and device, src/dev_ops.h). */
 static void coef_row(const stencil *s, int64_t g, double c[NK]) {
-  const int64_t N = s->N;
-  const double h = s->h;
-  for (int k = 0; k < NK; ++k) c[k] = 0.0;
-#define C(k) c[(k) + 2]
-  if (s->order == 1) {
-    switch (s->kind) {
-    case RMAOP_DERIV_FORWARD:
-      if (g < N - 1) C(0) = -1 / h, C(1) = 1 / h;
-      break;
-    case RMAOP_DERIV_BACKWARD:
-      if (g >= 1) C(0) = 1 / h, C(-1) = -1 / h;
-      break;
-    case RMAOP_DERIV_CENTERED3:
-      if (g >= 1 && g <= N - 2) C(-1) = -0.5 / h, C(1) = 0.5 / h;
-      else if (s->edge && g == 0) C(0) = -1 / h, C(1) = 1 / h;
-      else if (s->edge && g == N - 1) C(0) = 1 / h, C(-1) = -1 / h;
-      break;
-    case RMAOP_DERIV_CENTERED5:
-      if (g >= 2 && g <= N - 3) C(-2) = 1 / (12 * h), C(-1) = -2 / (3 * h), C(1) = 2 / (3 * h), C(2) = -1 / (12 * h);
-      else if (s->edge && g == 0) C(0) = -1 / h, C(1) = 1 / h;
-      else if (s->edge && g == 1) C(-1) = -0.5 / h, C(1) = 0.5 / h;
-      else if (s->edge && g == N - 2) C(-1) = -0.5 / h, C(1) = 0.5 / h;
-      else if (s->edge && g == N - 1) C(0) = 1 / h, C(-1) = -1 / h;
-      break;
-    }
-  } else {
-    const double h2 = h * h;
-    switch (s->kind) {
-    case RMAOP_DERIV_FORWARD:
-      if (g <= N - 3) C(0) = 1 / h2, C(1) = -2 / h2, C(2) = 1 / h2;
-      break;
-    case RMAOP_DERIV_BACKWARD:
-      if (g >= 2) C(-2) = 1 / h2, C(-1) = -2 / h2, C(0) = 1 / h2;
-      break;
-    default: /* centered */
-      if (g >= 1 && g <= N - 2) C(-1) = 1 / h2, C(0) = -2 / h2, C(1) = 1 / h2;
-      else if (s->edge && g == 0) C(0) = 1 / h2, C(1) = -2 / h2, C(2) = 1 / h2;
-      else if (s->edge && g == N - 1) C(-2) = 1 / h2, C(-1) = -2 / h2, C(0) = 1 / h2;
-      break;
-    }
-  }
-#undef C
-  for (int k = 0; k < NK; ++k) c[k] *= s->scale;
+  const rmaop__coef_spec p = {.order = s->order, .kind = s->kind, .edge = s->edge, .h = s->h, .scale = s->scale,
+                              .N = s->N};
+  rmaop__stencil_coef(&p, g, c);
 }
 
 /* Interior range, interior coefficients and reaches; halo widths cover the edge stencils too. */
@@ -243,11 +210,41 @@ static void adjoint_rows(const stencil *s, rmaop_dtype dtype, char *y, char *x, 
   }
 }
 
+/* The adjoint's gather rows [jlo, jhi): R away from the fast range's ends, so no edge row (reach up to
+ * hl/hr) scatters into them and every row feeding them is a fast row. */
+static void gather_rows(const stencil *s, fast_range f, int64_t *jlo, int64_t *jhi) {
+  const int64_t R = s->hl > s->hr ? s->hl : s->hr;
+  *jlo = f.flo + R, *jhi = f.fhi - R;
+  if (*jlo >= *jhi) *jlo = *jhi = f.flo;
+}
+
+#ifdef RMAOP_HAVE_CUDA
+/* The stencil as the kernels see it (src/dev_ops.h), with the host path's row split. */
+static rmaop__stencil_desc dev_desc(const stencil *s) {
+  const fast_range f = fast_rows(s);
+  rmaop__stencil_desc d = {.cs = {.order = s->order, .kind = s->kind, .edge = s->edge, .h = s->h, .scale = s->scale,
+                                  .N = s->N},
+                           .int_lo = s->int_lo, .int_hi = s->int_hi, .off = s->off, .n = s->n, .nouter = s->nouter,
+                           .ninner = s->ninner, .hl = s->hl, .hr = s->hr, .accumulate = s->accumulate,
+                           .flo = f.flo, .fhi = f.fhi};
+  memcpy(d.cint, s->cint, sizeof d.cint);
+  gather_rows(s, f, &d.jlo, &d.jhi);
+  return d;
+}
+#endif
+
 /* Forward, first half: start the halo, compute the rows that need no ghost (all rows of a local axis). */
 static rmaop_status st_forward_begin(stencil *s, rmaop_vec xv, rmaop_vec yv) {
   s->in = xv;
   s->out = yv;
   if (s->distributed) RMAOP_CHECK(rmaop_plan_begin(s->halo, xv->data, s->ghost, RMAOP_INSERT));
+#ifdef RMAOP_HAVE_CUDA
+  if (s->dev) { /* one launch: the interior rows, or every row of a local axis */
+    const rmaop__stencil_desc d = dev_desc(s);
+    const int64_t a = s->distributed ? d.flo : s->off, b = s->distributed ? d.fhi : s->off + s->n;
+    return rmaop__dev_stencil_forward(s->ctx, s->dtype, &d, xv->data, s->ghost, yv->data, a, b, 0, 0);
+  }
+#endif
   const size_t es = rmaop_dtype_size(s->dtype);
   const fast_range f = fast_rows(s);
   const terms t = interior_terms(s, 1);
@@ -268,6 +265,13 @@ static rmaop_status st_forward_end(stencil *s) {
   if (!s->distributed) return RMAOP_OK;
   RMAOP_CHECK(rmaop_plan_end(s->halo));
   const fast_range f = fast_rows(s);
+#ifdef RMAOP_HAVE_CUDA
+  if (s->dev) { /* the ghosts are on the stream before this launch */
+    const rmaop__stencil_desc d = dev_desc(s);
+    return rmaop__dev_stencil_forward(s->ctx, s->dtype, &d, s->in->data, s->ghost, s->out->data, s->off, f.flo,
+                                      f.fhi, s->off + s->n);
+  }
+#endif
   forward_rows(s, s->dtype, s->in->data, s->out->data, s->off, f.flo);
   forward_rows(s, s->dtype, s->in->data, s->out->data, f.fhi, s->off + s->n);
   return RMAOP_OK;
@@ -281,14 +285,22 @@ static rmaop_status st_forward_end(stencil *s) {
 static rmaop_status st_adjoint_begin(stencil *s, rmaop_vec yv, rmaop_vec xv) {
   s->in = yv;
   s->out = xv;
+#ifdef RMAOP_HAVE_CUDA
+  if (s->dev) { /* the ghost rows' sums, sent back while the local rows are gathered */
+    const rmaop__stencil_desc d = dev_desc(s);
+    if (s->distributed) {
+      RMAOP_CHECK(rmaop__dev_stencil_adjoint_ghost(s->ctx, s->dtype, &d, yv->data, s->ghost));
+      RMAOP_CHECK(rmaop_plan_begin(s->halo_rev, s->ghost, xv->data, RMAOP_ADD));
+    }
+    return rmaop__dev_stencil_adjoint_local(s->ctx, s->dtype, &d, yv->data, xv->data);
+  }
+#endif
   const size_t es = rmaop_dtype_size(s->dtype);
   const int64_t w = s->ninner;
   const fast_range f = fast_rows(s);
-  /* Gather rows: R away from the fast range's ends, so no edge row (reach up to hl/hr) scatters into them
-   * and every row feeding them is a fast row. */
   const int64_t R = s->hl > s->hr ? s->hl : s->hr;
-  int64_t jlo = f.flo + R, jhi = f.fhi - R;
-  if (jlo >= jhi) jlo = jhi = f.flo;
+  int64_t jlo, jhi;
+  gather_rows(s, f, &jlo, &jhi);
   if (s->ghost) memset(s->ghost, 0, (size_t)((s->hl + s->hr) * w) * es);
   for (int64_t o = 0; o < s->nouter; ++o) {
     char *y = (char *)yv->data + (size_t)(o * s->n * w) * es, *x = (char *)xv->data + (size_t)(o * s->n * w) * es;
@@ -320,6 +332,12 @@ static void st_free(stencil *s) {
   if (!s) return;
   rmaop_plan_destroy(&s->halo);
   rmaop_plan_destroy(&s->halo_rev);
+#ifdef RMAOP_HAVE_CUDA
+  if (s->dev) {
+    rmaop__dev_free(s->ghost);
+    s->ghost = NULL;
+  }
+#endif
   free(s->ghost);
   free(s);
 }
@@ -395,7 +413,8 @@ static rmaop_status stencil_build(rmaop_ctx ctx, const rmaop_deriv_spec *spec, i
   const rmaop_grid *g = &spec->grid;
   *s = (stencil){.order = order, .kind = spec->kind, .edge = spec->edge != 0,
                  .h = spec->sampling != 0.0 ? spec->sampling : 1.0, .scale = scale, .dtype = spec->dtype,
-                 .N = g->dims[spec->axis], .distributed = spec->axis == 0};
+                 .N = g->dims[spec->axis], .distributed = spec->axis == 0, .ctx = ctx,
+                 .dev = ctx->memory == RMAOP_MEMORY_DEVICE};
   const int64_t my_rows = rows->sizes[ctx->rank];
   if (s->distributed) {
     s->off = rows->offsets[ctx->rank], s->n = my_rows, s->nouter = 1, s->ninner = inner;
@@ -407,7 +426,12 @@ static rmaop_status stencil_build(rmaop_ctx ctx, const rmaop_deriv_spec *spec, i
   }
   stencil_shape(s);
   if (s->distributed) {
-    st = rmaop__calloc(ctx, (size_t)((s->hl + s->hr) * inner) + 1, rmaop_dtype_size(spec->dtype), "ghost rows", &s->ghost);
+    const size_t ghost_n = (size_t)((s->hl + s->hr) * inner) + 1;
+#ifdef RMAOP_HAVE_CUDA
+    if (s->dev) st = rmaop__dev_malloc(ctx, ghost_n * rmaop_dtype_size(spec->dtype), "ghost rows", &s->ghost);
+    else
+#endif
+      st = rmaop__calloc(ctx, ghost_n, rmaop_dtype_size(spec->dtype), "ghost rows", &s->ghost);
     st = rmaop__agree(ctx, st, "derivative ghost rows");
     if (st == RMAOP_OK) st = build_halo(ctx, s, spec->dtype, rows->sizes, rows->offsets, spec->label ? spec->label : "deriv");
   }

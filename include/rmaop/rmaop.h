@@ -415,7 +415,11 @@ rmaop_status rmaop_op_create_adjoint(rmaop_op A, rmaop_op *AH);
 
 /** Local callbacks of a shell operator. Forward: y_local = f(x_local, ghost) where ghost holds what the plan
  *  brought (dst of the plan). Adjoint: x_local = g(y_local) plus ghost contributions that the reversed plan
- *  adds to their owners; the callback writes x_local and ghost (ghost arrives zeroed). Host arrays. */
+ *  adds to their owners; the callback writes x_local and ghost (ghost arrives zeroed). The arrays are in the
+ *  context's memory: host arrays, or device pointers when the context's memory kind is device. On device,
+ *  a callback is called once the context's stream has finished every earlier operation on them (the data
+ *  is ready), and its own device work must be complete when it returns (synchronize the stream it used),
+ *  because rmaop's later work on the context's stream is not ordered after it. */
 typedef struct {
   rmaop_status (*apply)(void *user, const void *x, const void *ghost, void *y);
   rmaop_status (*apply_adjoint)(void *user, const void *y, void *x, void *ghost);

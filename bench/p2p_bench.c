@@ -1,0 +1,608 @@
+/* rmaop-p2p-bench: one GPU-to-GPU message, four ways, side by side in one run (exactly 2 MPI ranks, one
+ * GPU each: node rank modulo the visible devices, the rule the library uses).
+ *
+ *   mpiexec -n 2 rmaop-p2p-bench [--sync lock|fence|pscw] [--reps 50] [--reps-large 10] [--warmup 5]
+ *                                [--lat-reps 1000] [--max-size 134217728] [--json FILE]
+ *
+ * Sizes 8 B, 32 B, ..., 8 B x 4^k, ..., 128 MiB; device buffers (cudaMalloc) everywhere.
+ *   raw IPC copy   rank 1's buffer is mapped on rank 0 through CUDA IPC (cudaIpcGetMemHandle, MPI,
+ *                  cudaIpcOpenMemHandle); rank 0 issues a batch of back-to-back cudaMemcpyAsync into it on
+ *                  one stream, then cudaStreamSynchronize. GB/s = batch bytes / median batch time.
+ *                  Latency: one 8 B copy + cudaStreamSynchronize.
+ *   NCCL           ncclSend on rank 0 / ncclRecv on rank 1 (same stream semantics: a batch of back-to-back
+ *                  messages, then cudaStreamSynchronize on both). Latency: half of an 8 B ping-pong round
+ *                  trip (send, recv on one stream, one synchronize per round trip).
+ *   rmaop win put  the public API only: a context (backend rma, memory device, transport ipc, sync from
+ *                  --sync), rmaop_win_allocate of the largest size; one epoch per repetition: rank 0
+ *                  rmaop_win_epoch_begin(1 target) + rmaop_win_put + rmaop_win_epoch_end, rank 1
+ *                  rmaop_win_epoch_begin(1 origin) + rmaop_win_epoch_end. GB/s = bytes / median epoch time.
+ *                  Latency: half of an 8 B ping-pong of two epochs (0 puts to 1, then 1 puts to 0).
+ *   rmaop plan     on the same context: rmaop_plan_create with one transfer of m bytes to the peer on each
+ *                  rank (a symmetric exchange, the halo path); rmaop_plan_begin + rmaop_plan_end +
+ *                  cudaDeviceSynchronize timed. GB/s = bytes each rank sends / median time.
+ * Timing: every repetition starts after an MPI_Barrier; t = MPI_Wtime around the host-synchronized region;
+ * a repetition counts as its slowest rank (MPI_MAX over ranks); warm-up excluded; median over
+ * --reps repetitions (--reps-large for sizes >= 32 MiB). After each path and size rank 1 checks the first
+ * and last byte it received. NCCL NVLS (multicast) is never used: NCCL_NVLS_ENABLE defaults to 0 here.
+ * A path that fails prints the library's (or CUDA's, NCCL's) message below the table; the others go on. */
+#define _POSIX_C_SOURCE 200809L
+#include <rmaop/rmaop.h>
+
+#include <cuda_runtime.h>
+#ifdef RMAOP_BENCH_HAVE_NCCL
+#include <nccl.h>
+#endif
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { RAW = 0, NCCLP, PUT, PLAN, NPATH };
+#define MAXS 24
+#define ERRLEN 1024
+
+static const char *const path_key[NPATH] = {"raw_ipc_copy", "nccl", "rmaop_win_put", "rmaop_plan"};
+static const char *const path_title[NPATH] = {"raw IPC copy GB/s", "NCCL GB/s", "rmaop win put GB/s", "rmaop plan GB/s"};
+
+typedef struct {
+  int alive;          /* 1 while the path can run */
+  char why[ERRLEN];   /* rank 0: why it stopped ("" when it did not) */
+  int ran[MAXS];      /* 1: measured at this size */
+  double t[MAXS];     /* median seconds per repetition */
+  double bw[MAXS];    /* bytes/s */
+  int batch[MAXS], reps[MAXS], check[MAXS]; /* check: 1 ok, 0 wrong data, -1 not checked */
+} column;
+
+static int rank, peer;
+static char err[ERRLEN]; /* this rank's last failure */
+
+/* Buffers and handles of the paths. */
+static void *sbuf, *rbuf, *peer_rbuf; /* peer_rbuf: rank 1's rbuf mapped on rank 0 (raw path) */
+static cudaStream_t stream;
+static rmaop_ctx ctx;
+static rmaop_win win;
+static void *wbase;
+static rmaop_plan plan;
+static int cur_batch = 1;
+#ifdef RMAOP_BENCH_HAVE_NCCL
+static ncclComm_t nccl;
+#endif
+
+#define CU(call)                                                                                   \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      snprintf(err, sizeof err, "%s: %s", #call, cudaGetErrorString(e_));                          \
+      return 1;                                                                                    \
+    }                                                                                              \
+  } while (0)
+#define RM(call)                                                                                   \
+  do {                                                                                             \
+    rmaop_status s_ = (call);                                                                      \
+    if (s_ != RMAOP_OK) {                                                                          \
+      snprintf(err, sizeof err, "%s: %s", #call, rmaop_ctx_last_error(ctx)); \
+      return 1;                                                                                    \
+    }                                                                                              \
+  } while (0)
+#ifdef RMAOP_BENCH_HAVE_NCCL
+#define NC(call)                                                                                   \
+  do {                                                                                             \
+    ncclResult_t r_ = (call);                                                                      \
+    if (r_ != ncclSuccess) {                                                                       \
+      snprintf(err, sizeof err, "%s: %s (%s)", #call, ncclGetErrorString(r_), ncclGetLastError(NULL)); \
+      return 1;                                                                                    \
+    }                                                                                              \
+  } while (0)
+#endif
+
+/* Both ranks learn whether either failed; rank 0 gets the failing rank's message (its own first). */
+static int agree(int failed, char *why) {
+  int f[2] = {0, 0};
+  MPI_Allgather(&failed, 1, MPI_INT, f, 1, MPI_INT, MPI_COMM_WORLD);
+  if (!f[0] && !f[1]) return 0;
+  if (rank == 0) {
+    if (f[0]) snprintf(why, ERRLEN, "rank 0: %.*s", ERRLEN - 16, err);
+    else {
+      char m[ERRLEN];
+      MPI_Recv(m, ERRLEN, MPI_CHAR, 1, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      m[ERRLEN - 1] = '\0';
+      snprintf(why, ERRLEN, "rank 1: %.*s", ERRLEN - 16, m);
+    }
+  } else if (!f[0]) {
+    MPI_Send(err, ERRLEN, MPI_CHAR, 0, 77, MPI_COMM_WORLD);
+  }
+  return 1;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ---- the operations: 0 on success, else 1 with the message in err ---- */
+
+static int op_raw(size_t m) {
+  if (rank == 0) {
+    for (int i = 0; i < cur_batch; ++i) CU(cudaMemcpyAsync(peer_rbuf, sbuf, m, cudaMemcpyDeviceToDevice, stream));
+    CU(cudaStreamSynchronize(stream));
+  }
+  return 0;
+}
+
+#ifdef RMAOP_BENCH_HAVE_NCCL
+static int op_nccl(size_t m) {
+  for (int i = 0; i < cur_batch; ++i) {
+    if (rank == 0) NC(ncclSend(sbuf, m, ncclInt8, peer, nccl, stream));
+    else NC(ncclRecv(rbuf, m, ncclInt8, peer, nccl, stream));
+  }
+  CU(cudaStreamSynchronize(stream));
+  return 0;
+}
+
+static int op_nccl_pingpong(size_t m) {
+  if (rank == 0) {
+    NC(ncclSend(sbuf, m, ncclInt8, peer, nccl, stream));
+    NC(ncclRecv(rbuf, m, ncclInt8, peer, nccl, stream));
+  } else {
+    NC(ncclRecv(rbuf, m, ncclInt8, peer, nccl, stream));
+    NC(ncclSend(sbuf, m, ncclInt8, peer, nccl, stream));
+  }
+  CU(cudaStreamSynchronize(stream));
+  return 0;
+}
+#endif
+
+/* One epoch in which @p from puts m bytes into the other rank's window. */
+static int epoch(int from, size_t m) {
+  if (rank == from) {
+    RM(rmaop_win_epoch_begin(win, 1, &peer, 0, NULL));
+    rmaop_status s = rmaop_win_put(win, sbuf, m, peer, 0);
+    if (s != RMAOP_OK) {
+      snprintf(err, sizeof err, "rmaop_win_put(%zu B): %s", m, rmaop_ctx_last_error(ctx));
+      rmaop_win_epoch_end(win); /* close the epoch even after a failed put, so the peer is not left waiting */
+      return 1;
+    }
+    RM(rmaop_win_epoch_end(win));
+  } else {
+    RM(rmaop_win_epoch_begin(win, 0, NULL, 1, &peer));
+    RM(rmaop_win_epoch_end(win));
+  }
+  return 0;
+}
+
+static int op_put(size_t m) { return epoch(0, m); }
+static int op_put_pingpong(size_t m) { return epoch(0, m) || epoch(1, m); }
+
+static int op_plan(size_t m) {
+  (void)m;
+  RM(rmaop_plan_begin(plan, sbuf, rbuf, RMAOP_INSERT));
+  RM(rmaop_plan_end(plan));
+  CU(cudaDeviceSynchronize()); /* host-synchronized whatever plan_end leaves on the library's stream */
+  return 0;
+}
+
+/* warmup + reps repetitions of op; *med = median over repetitions of the slowest rank's time.
+ * Returns 1 (on both ranks) when op failed anywhere, with rank 0's message in why. */
+static int measure(int (*op)(size_t), size_t m, int warmup, int reps, double *med, char *why) {
+  double *t = calloc((size_t)reps, sizeof *t), *tmax = calloc((size_t)reps, sizeof *tmax);
+  int failed = 0;
+  for (int r = 0; r < warmup + reps && !failed; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    int f = op(m);
+    double t1 = MPI_Wtime();
+    if (r >= warmup) t[r - warmup] = t1 - t0;
+    failed = agree(f, why); /* outside the timed region */
+  }
+  if (!failed) {
+    MPI_Allreduce(t, tmax, reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    *med = median(tmax, reps);
+  }
+  free(t);
+  free(tmax);
+  return failed;
+}
+
+/* The destination rank 1 reads for path p. */
+static void *dest_of(int p) { return p == PUT ? wbase : rbuf; }
+
+/* Before a measurement: rank 0's source holds pattern pat, rank 1's destination zeros. */
+static int prepare(int p, size_t m, unsigned char pat) {
+  if (rank == 0) CU(cudaMemset(sbuf, pat, m));
+  else CU(cudaMemset(dest_of(p), 0, m));
+  CU(cudaDeviceSynchronize());
+  return 0;
+}
+
+/* After: rank 1 checks the first and last byte; 1 ok, 0 wrong (same on both ranks). */
+static int check(int p, size_t m, unsigned char pat) {
+  int ok = 1;
+  if (rank == 1) {
+    unsigned char a = 0, b = 0;
+    const unsigned char *d = dest_of(p);
+    if (cudaMemcpy(&a, d, 1, cudaMemcpyDeviceToHost) != cudaSuccess ||
+        cudaMemcpy(&b, d + m - 1, 1, cudaMemcpyDeviceToHost) != cudaSuccess || a != pat || b != pat)
+      ok = 0;
+  }
+  MPI_Bcast(&ok, 1, MPI_INT, 1, MPI_COMM_WORLD);
+  return ok;
+}
+
+static void fmt_size(size_t m, char *out, size_t len) {
+  if (m >= (1u << 20)) snprintf(out, len, "%zu MiB", m >> 20);
+  else if (m >= 1024) snprintf(out, len, "%zu KiB", m >> 10);
+  else snprintf(out, len, "%zu B", m);
+}
+
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; ++s) {
+    if (*s == '"' || *s == '\\') fputc('\\', f);
+    fputc((unsigned char)*s < 32 ? ' ' : *s, f);
+  }
+  fputc('"', f);
+}
+
+static void usage(void) {
+  if (rank == 0)
+    fprintf(stderr, "usage: mpiexec -n 2 rmaop-p2p-bench [--sync lock|fence|pscw] [--reps N] [--reps-large N]\n"
+                    "                                  [--warmup N] [--lat-reps N] [--max-size BYTES] [--json FILE]\n");
+}
+
+/* Opens the rmaop context, window (max bytes) for paths PUT and PLAN; 0 on success. */
+static int open_rmaop(const char *sync, size_t max) {
+  rmaop_ctx_options o;
+  rmaop_ctx_options_init(&o);
+  o.backend = "rma";
+  o.memory = "device";
+  o.rma_transport = "ipc";
+  o.rma_sync = sync;
+  rmaop_status s = rmaop_ctx_create(MPI_COMM_WORLD, &o, &ctx);
+  if (s != RMAOP_OK) {
+    snprintf(err, sizeof err, "rmaop_ctx_create(rma, device, ipc, %s): %s", sync,
+             rmaop_ctx_last_error(NULL));
+    ctx = NULL;
+    return 1;
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int P = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  char sync[16] = "lock";
+  const char *json = NULL;
+  int reps = 50, reps_large = 10, warmup = 5, lat_reps = 1000;
+  long long max_size = 128LL << 20;
+  static struct option longopts[] = {{"sync", 1, 0, 's'},     {"reps", 1, 0, 'r'},     {"reps-large", 1, 0, 'R'},
+                                     {"warmup", 1, 0, 'w'},   {"lat-reps", 1, 0, 'l'}, {"max-size", 1, 0, 'M'},
+                                     {"json", 1, 0, 'j'},     {"help", 0, 0, 'h'},     {0, 0, 0, 0}};
+  for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
+    switch (c) {
+    case 's': snprintf(sync, sizeof sync, "%s", optarg); break;
+    case 'r': reps = atoi(optarg); break;
+    case 'R': reps_large = atoi(optarg); break;
+    case 'w': warmup = atoi(optarg); break;
+    case 'l': lat_reps = atoi(optarg); break;
+    case 'M': max_size = atoll(optarg); break;
+    case 'j': json = optarg; break;
+    default: usage(); MPI_Finalize(); return c == 'h' ? 0 : 2;
+    }
+  }
+  if (P != 2 || reps < 1 || reps_large < 1 || warmup < 0 || lat_reps < 1 || max_size < 8) {
+    if (rank == 0)
+      fprintf(stderr, "rmaop-p2p-bench: needs exactly 2 ranks (got %d) and positive --reps/--reps-large/--lat-reps, "
+                      "--max-size >= 8\n", P);
+    usage();
+    MPI_Finalize();
+    return 2;
+  }
+  peer = 1 - rank;
+  setenv("NCCL_NVLS_ENABLE", "0", 0); /* no NVLink multicast; a value from the caller wins */
+
+  /* ---- GPU: node rank modulo the visible devices (the library's rule) ---- */
+  MPI_Comm node;
+  int node_rank = 0, ndev = 0, dev = 0;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &node_rank);
+  MPI_Comm_free(&node);
+  cudaError_t ce = cudaGetDeviceCount(&ndev);
+  int bad = ce != cudaSuccess || ndev < 1, anybad = 0;
+  if (bad) snprintf(err, sizeof err, "no CUDA device: %s", ce != cudaSuccess ? cudaGetErrorString(ce) : "count 0");
+  else {
+    dev = node_rank % ndev;
+    ce = cudaSetDevice(dev);
+    if (ce == cudaSuccess) ce = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    if (ce == cudaSuccess) ce = cudaMalloc(&sbuf, (size_t)max_size);
+    if (ce == cudaSuccess) ce = cudaMalloc(&rbuf, (size_t)max_size);
+    if (ce != cudaSuccess) {
+      bad = 1;
+      snprintf(err, sizeof err, "GPU set-up on device %d: %s", dev, cudaGetErrorString(ce));
+    }
+  }
+  MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (anybad) {
+    if (bad) fprintf(stderr, "rmaop-p2p-bench: rank %d: %s\n", rank, err);
+    MPI_Finalize();
+    return 1;
+  }
+  char devname[2][128] = {"", ""}, mine[128];
+  {
+    struct cudaDeviceProp prop;
+    memset(&prop, 0, sizeof prop);
+    cudaGetDeviceProperties(&prop, dev);
+    snprintf(mine, sizeof mine, "GPU %d (%.64s, PCI %02x:%02x.0) of %d", dev, prop.name, (unsigned)prop.pciBusID & 0xffu,
+             (unsigned)prop.pciDeviceID & 0xffu, ndev % 1000);
+    MPI_Gather(mine, 128, MPI_CHAR, devname, 128, MPI_CHAR, 0, MPI_COMM_WORLD);
+  }
+
+  size_t sizes[MAXS];
+  int ns = 0;
+  for (size_t m = 8; m <= (size_t)max_size && ns < MAXS; m *= 4) sizes[ns++] = m;
+  column col[NPATH];
+  memset(col, 0, sizeof col);
+  for (int p = 0; p < NPATH; ++p) col[p].alive = 1;
+  double lat[NPATH] = {0, 0, 0, 0}; /* raw: copy+sync; nccl, put: half ping-pong; plan: 8 B exchange */
+  double raw1_bw[MAXS] = {0}, raw1_t[MAXS] = {0}; /* raw: one copy + sync per repetition */
+  char tr_name[16] = "?";
+
+  /* ---- raw IPC mapping: rank 1's rbuf on rank 0 ---- */
+  {
+    int f = 0;
+    cudaIpcMemHandle_t h;
+    memset(&h, 0, sizeof h);
+    if (rank == 1) {
+      cudaError_t e = cudaIpcGetMemHandle(&h, rbuf);
+      if (e != cudaSuccess) f = 1, snprintf(err, sizeof err, "cudaIpcGetMemHandle: %s", cudaGetErrorString(e));
+    }
+    MPI_Bcast(&h, (int)sizeof h, MPI_BYTE, 1, MPI_COMM_WORLD);
+    int f1 = f;
+    MPI_Bcast(&f1, 1, MPI_INT, 1, MPI_COMM_WORLD);
+    if (rank == 0 && !f1) {
+      cudaError_t e = cudaIpcOpenMemHandle(&peer_rbuf, h, cudaIpcMemLazyEnablePeerAccess);
+      if (e != cudaSuccess) f = 1, snprintf(err, sizeof err, "cudaIpcOpenMemHandle: %s", cudaGetErrorString(e));
+    }
+    if (agree(f, col[RAW].why)) col[RAW].alive = 0;
+  }
+  /* ---- NCCL communicator ---- */
+#ifdef RMAOP_BENCH_HAVE_NCCL
+  {
+    int f = 0;
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    if (rank == 0) {
+      ncclResult_t r = ncclGetUniqueId(&id);
+      if (r != ncclSuccess) f = 1, snprintf(err, sizeof err, "ncclGetUniqueId: %s", ncclGetErrorString(r));
+    }
+    int f0 = f;
+    MPI_Bcast(&f0, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (!f0) {
+      ncclResult_t r = ncclCommInitRank(&nccl, 2, id, rank);
+      if (r != ncclSuccess) f = 1, nccl = NULL, snprintf(err, sizeof err, "ncclCommInitRank: %s (%s)", ncclGetErrorString(r), ncclGetLastError(NULL));
+    }
+    if (agree(f, col[NCCLP].why)) col[NCCLP].alive = 0;
+  }
+#else
+  col[NCCLP].alive = 0;
+  snprintf(col[NCCLP].why, ERRLEN, "not built: rmaop-p2p-bench was compiled without NCCL");
+#endif
+  /* ---- rmaop: context and window ---- */
+  {
+    int f = open_rmaop(sync, (size_t)max_size);
+    if (agree(f, col[PUT].why)) {
+      col[PUT].alive = col[PLAN].alive = 0;
+      snprintf(col[PLAN].why, ERRLEN, "%s", col[PUT].why);
+    } else {
+      rmaop_status s = rmaop_win_allocate(ctx, (size_t)max_size, &win, &wbase);
+      f = s != RMAOP_OK;
+      if (f) snprintf(err, sizeof err, "rmaop_win_allocate(%lld B): %s", max_size, rmaop_ctx_last_error(ctx));
+      if (agree(f, col[PUT].why)) {
+        col[PUT].alive = 0;
+        win = NULL;
+      } else {
+        rmaop_transport tr;
+        if (rmaop_win_peer_transport(win, peer, &tr) == RMAOP_OK) snprintf(tr_name, sizeof tr_name, "%s", rmaop_transport_name(tr));
+      }
+    }
+  }
+
+  /* ---- sizes x paths ---- */
+  int wrong = 0;
+  for (int i = 0; i < ns; ++i) {
+    const size_t m = sizes[i];
+    const int large = m >= ((size_t)32 << 20);
+    const int nrep = large ? reps_large : reps, nwarm = large ? (warmup < 2 ? warmup : 2) : warmup;
+    /* back-to-back batch for the raw and NCCL bandwidth: about 512 MiB, 4 .. 100 messages */
+    int batch = (int)(((size_t)512 << 20) / m);
+    batch = batch < 4 ? 4 : batch > 100 ? 100 : batch;
+    for (int p = 0; p < NPATH; ++p) {
+      column *c = &col[p];
+      c->check[i] = -1;
+      if (!c->alive) continue;
+      const unsigned char pat = (unsigned char)(1 + (p * 37 + i * 11) % 250);
+      int (*op)(size_t) = NULL;
+      cur_batch = 1;
+      switch (p) {
+      case RAW: op = op_raw; cur_batch = batch; break;
+#ifdef RMAOP_BENCH_HAVE_NCCL
+      case NCCLP: op = op_nccl; cur_batch = batch; break;
+#endif
+      case PUT: op = op_put; break;
+      case PLAN: {
+        rmaop_transfer tr = {peer, 0, 0, (int64_t)(m / 8)};
+        rmaop_plan_spec spec = {.dtype = RMAOP_F64, .src_len = (int64_t)(max_size / 8), .dst_len = (int64_t)(max_size / 8),
+                                .nsends = 1, .sends = &tr, .nrecvs = -1, .label = "p2p.plan"};
+        rmaop_status s = rmaop_plan_create(ctx, &spec, &plan);
+        int f = s != RMAOP_OK;
+        if (f) snprintf(err, sizeof err, "rmaop_plan_create(%zu B each way): %s", m, rmaop_ctx_last_error(ctx));
+        if (agree(f, c->why)) {
+          c->alive = 0;
+          plan = NULL;
+        }
+        op = op_plan;
+        break;
+      }
+      default: break;
+      }
+      if (!c->alive || !op) continue;
+      int f = prepare(p, m, pat);
+      if (agree(f, c->why)) {
+        c->alive = 0;
+      } else if (measure(op, m, nwarm, nrep, &c->t[i], c->why)) {
+        c->alive = 0;
+      } else {
+        c->ran[i] = 1;
+        c->batch[i] = cur_batch;
+        c->reps[i] = nrep;
+        c->bw[i] = (double)m * cur_batch / c->t[i];
+        c->check[i] = check(p, m, pat);
+        if (!c->check[i]) {
+          wrong = 1;
+          if (rank == 0) fprintf(stderr, "rmaop-p2p-bench: %s at %zu B: rank 1 did not receive the data\n", path_key[p], m);
+        }
+      }
+      if (p == RAW && c->alive) { /* one copy + sync per repetition, for the like-for-like ratio */
+        cur_batch = 1;
+        if (!measure(op_raw, m, nwarm, nrep, &raw1_t[i], c->why)) raw1_bw[i] = (double)m / raw1_t[i];
+        else c->alive = 0;
+      }
+      if (p == PLAN && m == 8 && c->ran[i]) lat[PLAN] = c->t[i];
+      if (p == PLAN && plan) rmaop_plan_destroy(&plan);
+    }
+  }
+
+  /* ---- 8 B latencies ---- */
+  cur_batch = 1;
+  if (col[RAW].alive && measure(op_raw, 8, 20, lat_reps, &lat[RAW], col[RAW].why)) col[RAW].alive = 0, lat[RAW] = 0;
+#ifdef RMAOP_BENCH_HAVE_NCCL
+  if (col[NCCLP].alive) {
+    if (measure(op_nccl_pingpong, 8, 20, lat_reps, &lat[NCCLP], col[NCCLP].why)) col[NCCLP].alive = 0, lat[NCCLP] = 0;
+    else lat[NCCLP] *= 0.5;
+  }
+#endif
+  if (col[PUT].alive) {
+    if (measure(op_put_pingpong, 8, 20, lat_reps, &lat[PUT], col[PUT].why)) col[PUT].alive = 0, lat[PUT] = 0;
+    else lat[PUT] *= 0.5;
+  }
+
+  /* ---- report ---- */
+  const int last = ns - 1;
+  const int have_bw_ratio = col[PUT].ran[last] && col[RAW].ran[last] && col[RAW].bw[last] > 0;
+  const double bw_ratio = have_bw_ratio ? col[PUT].bw[last] / col[RAW].bw[last] : 0;
+  const int have_lat_ratio = lat[PUT] > 0 && lat[NCCLP] > 0;
+  if (rank == 0) {
+    char big[32];
+    fmt_size(sizes[last], big, sizeof big);
+    printf("rmaop-p2p-bench: 2 ranks; rank 0 on %s -> rank 1 on %s; device buffers\n", devname[0], devname[1]);
+    printf("rmaop path: backend rma, memory device, transport ipc (window peer transport: %s), sync %s; "
+           "NCCL_NVLS_ENABLE=%s\n", tr_name, sync, getenv("NCCL_NVLS_ENABLE"));
+    printf("median of %d repetitions (%d for >= 32 MiB) of the slowest rank, %d warm-up; raw and NCCL: a batch of "
+           "4..100 back-to-back messages per repetition; put: one epoch; plan: one symmetric exchange (bytes each way)\n",
+           reps, reps_large, warmup);
+    printf("%10s | %17s | %10s | %18s | %15s\n", "size", path_title[RAW], path_title[NCCLP], path_title[PUT], path_title[PLAN]);
+    const int w[NPATH] = {17, 10, 18, 15};
+    for (int i = 0; i < ns; ++i) {
+      char sz[32];
+      fmt_size(sizes[i], sz, sizeof sz);
+      printf("%10s", sz);
+      for (int p = 0; p < NPATH; ++p) {
+        if (col[p].ran[i]) printf(" | %*.3f%s", w[p] - 1, 1e-9 * col[p].bw[i], col[p].check[i] == 0 ? "!" : " ");
+        else printf(" | %*s", w[p], col[p].why[0] ? "n/a" : "-");
+      }
+      printf("\n");
+    }
+    for (int p = 0; p < NPATH; ++p)
+      if (col[p].why[0]) printf("%s: n/a from here on: %s\n", path_title[p], col[p].why);
+    if (wrong) printf("('!': rank 1 did not find the sent bytes after that measurement)\n");
+    printf("8 B latency:\n");
+    printf("  raw IPC copy + cudaStreamSynchronize (rank 0):            %s%.2f us\n", lat[RAW] > 0 ? "" : "n/a ", 1e6 * lat[RAW]);
+    printf("  NCCL send/recv, half ping-pong round trip:                %s%.2f us\n", lat[NCCLP] > 0 ? "" : "n/a ", 1e6 * lat[NCCLP]);
+    printf("  rmaop epoch (begin + put + end), half ping-pong:          %s%.2f us\n", lat[PUT] > 0 ? "" : "n/a ", 1e6 * lat[PUT]);
+    printf("  rmaop plan, one 8 B symmetric exchange (not a ping-pong): %s%.2f us\n", lat[PLAN] > 0 ? "" : "n/a ", 1e6 * lat[PLAN]);
+    printf("acceptance:\n");
+    if (have_bw_ratio)
+      printf("  rmaop put bandwidth at %s / raw IPC copy bandwidth = %.3f / %.3f GB/s = %.3f (target >= 0.90): %s\n", big,
+             1e-9 * col[PUT].bw[last], 1e-9 * col[RAW].bw[last], bw_ratio, bw_ratio >= 0.90 ? "MET" : "NOT MET");
+    else
+      printf("  rmaop put bandwidth at %s / raw IPC copy bandwidth: n/a (a path did not run)\n", big);
+    if (have_bw_ratio && raw1_bw[last] > 0)
+      printf("  (against one raw copy + sync per repetition, as the put epoch does: %.3f GB/s, ratio %.3f)\n",
+             1e-9 * raw1_bw[last], col[PUT].bw[last] / raw1_bw[last]);
+    if (have_lat_ratio)
+      printf("  rmaop 8 B epoch latency %.2f us vs NCCL 8 B latency %.2f us = %.3f (target: lower): %s\n", 1e6 * lat[PUT],
+             1e6 * lat[NCCLP], lat[PUT] / lat[NCCLP], lat[PUT] < lat[NCCLP] ? "MET" : "NOT MET");
+    else
+      printf("  rmaop 8 B epoch latency vs NCCL 8 B latency: n/a (a path did not run)\n");
+    if (json) {
+      FILE *f = fopen(json, "w");
+      if (!f) fprintf(stderr, "rmaop-p2p-bench: cannot write %s\n", json);
+      else {
+        fprintf(f, "{\"ranks\": 2, \"devices\": [");
+        json_str(f, devname[0]);
+        fprintf(f, ", ");
+        json_str(f, devname[1]);
+        fprintf(f, "], \"sync\": \"%s\", \"window_transport\": \"%s\", \"reps\": %d, \"reps_large\": %d, \"warmup\": %d, "
+                   "\"lat_reps\": %d,\n \"sizes\": [", sync, tr_name, reps, reps_large, warmup, lat_reps);
+        for (int i = 0; i < ns; ++i) fprintf(f, "%s%zu", i ? ", " : "", sizes[i]);
+        fprintf(f, "],\n \"paths\": {");
+        for (int p = 0; p < NPATH; ++p) {
+          fprintf(f, "%s\n  \"%s\": {\"error\": ", p ? "," : "", path_key[p]);
+          if (col[p].why[0]) json_str(f, col[p].why);
+          else fprintf(f, "null");
+          fprintf(f, ", \"results\": [");
+          int first = 1;
+          for (int i = 0; i < ns; ++i) {
+            if (!col[p].ran[i]) continue;
+            fprintf(f, "%s\n    {\"bytes\": %zu, \"median_seconds\": %.9g, \"messages_per_rep\": %d, \"reps\": %d, "
+                       "\"bytes_per_s\": %.6g, \"check\": %s", first ? "" : ",", sizes[i], col[p].t[i], col[p].batch[i],
+                    col[p].reps[i], col[p].bw[i], col[p].check[i] ? "true" : "false");
+            if (p == RAW) fprintf(f, ", \"single_copy_sync_seconds\": %.9g, \"single_copy_sync_bytes_per_s\": %.6g", raw1_t[i], raw1_bw[i]);
+            fprintf(f, "}");
+            first = 0;
+          }
+          fprintf(f, "]}");
+        }
+        fprintf(f, "},\n \"latency_8B_seconds\": {\"raw_copy_sync\": %.9g, \"nccl_half_pingpong\": %.9g, "
+                   "\"rmaop_epoch_half_pingpong\": %.9g, \"rmaop_plan_exchange\": %.9g},\n",
+                lat[RAW], lat[NCCLP], lat[PUT], lat[PLAN]);
+        fprintf(f, " \"acceptance\": {\"put_over_raw_bw_at_max\": ");
+        if (have_bw_ratio) fprintf(f, "%.6g, \"put_over_raw_bw_met\": %s", bw_ratio, bw_ratio >= 0.90 ? "true" : "false");
+        else fprintf(f, "null, \"put_over_raw_bw_met\": null");
+        fprintf(f, ", \"put_over_raw_single_copy_bw_at_max\": ");
+        if (have_bw_ratio && raw1_bw[last] > 0) fprintf(f, "%.6g", col[PUT].bw[last] / raw1_bw[last]);
+        else fprintf(f, "null");
+        fprintf(f, ", \"epoch_over_nccl_latency\": ");
+        if (have_lat_ratio) fprintf(f, "%.6g, \"epoch_latency_lower\": %s", lat[PUT] / lat[NCCLP], lat[PUT] < lat[NCCLP] ? "true" : "false");
+        else fprintf(f, "null, \"epoch_latency_lower\": null");
+        fprintf(f, "}}\n");
+        fclose(f);
+      }
+    }
+  }
+  fflush(stdout);
+
+  /* ---- clean-up ---- */
+  if (win) rmaop_win_free(&win);
+  if (ctx) rmaop_ctx_destroy(&ctx);
+#ifdef RMAOP_BENCH_HAVE_NCCL
+  if (nccl) ncclCommDestroy(nccl);
+#endif
+  MPI_Barrier(MPI_COMM_WORLD); /* rank 1's buffer stays until rank 0 has unmapped it */
+  if (peer_rbuf) cudaIpcCloseMemHandle(peer_rbuf);
+  MPI_Barrier(MPI_COMM_WORLD);
+  cudaFree(sbuf);
+  cudaFree(rbuf);
+  cudaStreamDestroy(stream);
+  MPI_Finalize();
+  return wrong ? 1 : 0;
+}
