@@ -19,6 +19,18 @@
  *            target waits each origin's done >= k
  * No barrier anywhere: a rank only waits for the peers it exchanges data with.
  *
+ * GPU windows (ipc transport, every rank on one node): fence, pscw and lock all run as this flag
+ * handshake with the epoch's declared peers, and every step is stream-side (the transport's notify is
+ * a flag write ordered after the puts on the context's stream, its wait_flag a stream wait), so no
+ * step blocks the host and the data is in stream order for the unpack kernels:
+ *   lock   exactly as on the host.
+ *   pscw   post = "ready" to each origin, start = stream wait for each target's "ready", complete =
+ *          "done" to each target, wait = stream wait for each origin's "done": PSCW's own semantics.
+ *   fence  the same handshake with the declared targets and origins instead of a collective fence:
+ *          it gives the data guarantees of a fence to every pair that declared each other, which is
+ *          all the puts and gets of the epoch (the public calls reject undeclared targets); ranks that
+ *          exchange nothing are not synchronized. Plans double-buffer as in lock mode (rma_backend.c).
+ *
  * Shared-memory windows: payload stores are ordered with the synchronization by MPI_Win_sync, MPI's
  * memory barrier for load/store access to window memory (§11.5.4; unified model §11.4); the flags
  * themselves are release stores / acquire loads. */
@@ -74,6 +86,8 @@ static rmaop_status set_peers(rmaop_win w, int nt, const int *t, int no, const i
  * seconds the wait fails instead of hanging. `deadline` is shared by the waits of one epoch. */
 static rmaop_status wait_slot(rmaop_win w, int peer, int slot, int64_t want, const char *what, double *deadline) {
   const rma_transport *tp = w->tp[peer];
+  if (tp->wait_flag) /* stream-side: the stream waits, the host goes on (no timeout possible here) */
+    return tp->wait_flag(w, slot, want);
   int64_t v = 0;
   for (unsigned spin = 0;; ++spin) {
     RMAOP_CHECK(tp->read_flag(w, slot, &v));
@@ -132,7 +146,7 @@ static rmaop_status flags_end(rmaop_win w) {
   }
   /* The flags were read with acquire semantics; MPI_Win_sync makes the payload stores of the
    * origins visible to this process's loads in MPI's terms too (§11.5.4). */
-  if (w->norigins > 0)
+  if (w->norigins > 0 && w->win != MPI_WIN_NULL) /* GPU windows: stream order, no MPI window */
     RMAOP_CHECK_MPI(w->ctx, MPI_Win_sync(w->win));
   return RMAOP_OK;
 }

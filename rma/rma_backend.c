@@ -23,6 +23,18 @@
  * PSCW needs none of this: "start" waits for the target's "post", which the target issues once it
  * consumed the previous epoch (in its next begin, or right after its unpack: rma__post_ready).
  *
+ * Device contexts (win.c says which transport when). A plan whose staging window is GPU memory (ipc)
+ * reads the device src and writes the device staging itself (plan->dev_native = 1); every step is
+ * enqueued on the context's stream, nothing synchronizes the host, and the unpack kernels follow the
+ * flag waits in stream order. The double-buffering argument above holds in stream terms: t's "done"
+ * of epoch k+1 is written on t's stream after t's unpack of epoch k, and my puts of epoch k+2 are
+ * enqueued after my stream waited for that "done"; fence on ipc is the lock handshake, so the lock
+ * half of the argument is the one that applies. Any other plan on a device context keeps a HOST
+ * staging window (mpi, shm): begin reads the host copy of the send ranges (rmaop__plan_send_src,
+ * which synchronizes), end hands the host staging to rmaop__plan_unpack, which copies it to the GPU,
+ * and waits for that copy before the staging can be announced as free again (rma__post_ready, and
+ * the origins' next puts). Reductions always use host windows: the table passes host doubles.
+ *
  * Ordering. Begin completes the origin side (lock: flush + "done" flags; pscw: MPI_Win_complete),
  * so an end only waits for peers' begins: several outstanding plans and reductions may be ended in
  * any order on any rank without deadlock (lock and pscw; fence is collective and completes in call
@@ -30,6 +42,10 @@
 #include "rma_win.h"
 
 #include <stdio.h>
+
+#ifdef RMAOP_HAVE_CUDA
+#include "device.h"
+#endif
 
 /* ---- plans ---- */
 
@@ -97,10 +113,14 @@ static rmaop_status plan_setup(rmaop_plan plan) {
   rp->flags = rp->doubled ? RMA_EPOCH_SKIP_READY_MUTUAL : 0;
   plan_trace_shape(plan);
   plan->trace_transport = "self";
+  /* Collective-consistent: every rank of the context takes the same branch. */
+  const int on_device = rma__plan_on_device(ctx);
+  /* No window at all moves nothing through host memory either. */
+  plan->dev_native = ctx->memory == RMAOP_MEMORY_DEVICE && (on_device || !needed);
   if (needed) {
     size_t bytes = (size_t)plan->recv_total * plan->esize * (rp->doubled ? 2 : 1);
     void *base = NULL;
-    st = rma__win_make(ctx, 1, NULL, bytes, &rp->win, &base);
+    st = rma__win_make(ctx, 1, NULL, bytes, on_device, &rp->win, &base);
     if (st != RMAOP_OK) {
       free(rp);
       return st;
@@ -126,10 +146,13 @@ static rmaop_status plan_begin(rmaop_plan plan) {
   rmaop_win w = rp->win;
   if (!w)
     return RMAOP_OK;
+  /* Host staging on a device context: the send ranges copied to the host (synchronizes); else cur_src. */
+  const char *src = rmaop__plan_send_src(plan);
+  if (!src && plan->nsend > 0)
+    return RMAOP_ERR_CUDA; /* recorded by the core */
   RMAOP_CHECK(rma__epoch_begin(w, plan->nsend_peers, plan->send_peers, plan->nrecv_peers, plan->recv_peers, rp->flags));
   rp->odd = rp->doubled && (w->epoch & 1);
   const size_t es = plan->esize;
-  const char *src = plan->cur_src;
   for (int j = 0; j < plan->nsend; ++j) {
     const rmaop_transfer *t = &plan->send[j];
     const size_t half = rp->odd ? w->sizes[t->peer] / 2 : 0; /* the target's staging is doubled too */
@@ -137,6 +160,22 @@ static rmaop_status plan_begin(rmaop_plan plan) {
                          half + (size_t)plan->send_disp[j] * es));
   }
   return rma__epoch_origin_done(w);
+}
+
+/* A host staging window on a device context: the core copies the staging to the GPU on the stream. */
+static int ctx_stages_through_host(rmaop_plan plan, rmaop_win w) {
+  return plan->ctx->memory == RMAOP_MEMORY_DEVICE && !w->device;
+}
+
+/* The copy out of the host staging must be over before an origin may overwrite it. With pageable
+ * window memory cudaMemcpyAsync has read the source when it returns, but that is the runtime's
+ * behaviour, not a contract with MPI's window memory (which may be registered): wait for it. */
+static rmaop_status host_staging_consumed(rmaop_plan plan) {
+#ifdef RMAOP_HAVE_CUDA
+  return rmaop__dev_sync(plan->ctx);
+#else
+  return RMAOP_OK;
+#endif
 }
 
 static rmaop_status plan_end(rmaop_plan plan) {
@@ -147,6 +186,8 @@ static rmaop_status plan_end(rmaop_plan plan) {
   RMAOP_CHECK(rma__epoch_end(w));
   const char *staging = rp->staging + (rp->odd ? w->bytes / 2 : 0);
   RMAOP_CHECK(rmaop__plan_unpack(plan, staging, plan->cur_src, plan->cur_dst, plan->cur_mode));
+  if (ctx_stages_through_host(plan, w))
+    RMAOP_CHECK(host_staging_consumed(plan));
   return rma__post_ready(w);
 }
 
@@ -218,7 +259,9 @@ static rmaop_status grow(rmaop_ctx ctx, rma_ctx *s, int64_t count) {
   rmaop_win_free(&s->win);
   s->cap = 0;
   void *base = NULL;
-  RMAOP_CHECK(rma__win_make(ctx, 1, NULL, 2 * (size_t)ctx->size * (size_t)cap * sizeof(double), &s->win, &base));
+  /* Host memory on every context: the reduction table passes host doubles. */
+  RMAOP_CHECK(
+      rma__win_make(ctx, 1, NULL, 2 * (size_t)ctx->size * (size_t)cap * sizeof(double), 0, &s->win, &base));
   s->slots = base;
   s->cap = cap;
   return RMAOP_OK;
@@ -323,7 +366,7 @@ static const char *reduce_transport(rmaop_ctx ctx) {
     return "self";
   if (s && s->win)
     return s->win->transport_name;
-  return rma__choose_transport(ctx, ctx->node_size == ctx->size, (ctx->rank + 1) % ctx->size)->name;
+  return rma__choose_transport(ctx, 0, ctx->node_size == ctx->size, (ctx->rank + 1) % ctx->size)->name;
 }
 
 const rmaop_backend rmaop__rma_backend = {

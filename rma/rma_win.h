@@ -2,8 +2,8 @@
  *
  * Two layers, as in UCX's ucp/uct split:
  *   epoch.c              what an epoch means (fence | pscw | lock): who waits for whom, and when.
- *   transport_*.c        how bytes and flags move to one peer (mpi | shm | self). A transport never
- *                        knows which sync mode called it.
+ *   transport_*.c        how bytes and flags move to one peer (mpi | shm | ipc | self). A transport
+ *                        never knows which sync mode called it.
  * win.c creates windows, picks a transport per peer and validates the public calls; rma_backend.c
  * runs plans and reductions on windows. Nothing outside rma/ includes this header. */
 #ifndef RMAOP_RMA_WIN_H
@@ -26,11 +26,19 @@ typedef struct rma_transport {
   /* Reads this rank's own control slot (written by a peer through the same transport: the choice is
    * symmetric, see rma__choose_transport). */
   rmaop_status (*read_flag)(rmaop_win win, int slot, int64_t *value);
+  /* Optional (stream-side transports: ipc). Makes the context's stream, not the host, wait until this
+   * rank's own slot `slot` >= value; work enqueued on the stream afterwards is ordered after the wait.
+   * notify and flush of such a transport are stream-ordered too (after every put issued before them).
+   * NULL: epoch.c polls read_flag on the host, with the context's timeout. */
+  rmaop_status (*wait_flag)(rmaop_win win, int slot, int64_t value);
 } rma_transport;
 
 extern const rma_transport rma__transport_mpi;
 extern const rma_transport rma__transport_shm;
 extern const rma_transport rma__transport_self;
+/* Node-local GPU memory through CUDA IPC (transport_ipc.c); also the own rank of a GPU window. In a
+ * build without CUDA every call returns RMAOP_ERR_UNSUPPORTED (no GPU window can exist there). */
+extern const rma_transport rma__transport_ipc;
 
 /* Largest piece handed to one MPI_Put/MPI_Get: MPI-3.1 RMA counts are int. (Overridable so a test
  * build can exercise the splitting with small buffers.) */
@@ -59,16 +67,19 @@ struct rmaop_win_s {
   int locked, clocked;        /* MPI_Win_lock_all held on win / on a separate cwin */
   int local_only;             /* one-rank context: no MPI window at all (win.c, build_local) */
   int shared;                 /* one MPI_Win_allocate_shared segment: peers are load/store addressable */
-  int owns_memory;            /* memory came from MPI (rmaop_win_allocate) */
+  int owns_memory;            /* memory came from MPI (rmaop_win_allocate) or, device, from cudaMalloc */
+  int device;                 /* GPU window memory: every rank (own included) reached by ipc, no MPI window */
+  int built;                  /* creation succeeded on every rank (collective free may synchronize) */
+  void *ipc;                  /* transport_ipc.c's state of a GPU window */
   char *base;                 /* this rank's window memory */
   size_t bytes;               /* this rank's usable window size */
   size_t *sizes;              /* [size] every rank's usable window size (bounds checks) */
-  char **peer_base;           /* [size] shared windows: every rank's segment, mapped here */
+  char **peer_base;           /* [size] shared and GPU windows: every rank's memory, mapped here */
   const rma_transport **tp;   /* [size] transport towards every rank (own rank: self) */
   const char *transport_name; /* towards the other ranks: "shm", "mpi", "mixed", or "self" if none */
   rmaop_transport self_kind;  /* reported for the own rank (the public enum has no "self") */
 
-  /* Epochs are the flag handshake of epoch.c (lock; pscw when every peer is reached by shm). */
+  /* Epochs are the flag handshake of epoch.c (lock; every mode on a GPU window). */
   int flag_sync;
 
   /* Control area of the flag handshake: int64 slots. Slot r: "ready", written by target r (its
@@ -104,12 +115,32 @@ struct rmaop_win_s {
 
 /* ---- win.c ---- */
 
-/* Both public creators end here (collective). allocate: memory from MPI, *base_out set; else over
- * user memory `user_base`. */
-rmaop_status rma__win_make(rmaop_ctx ctx, int allocate, void *user_base, size_t bytes, rmaop_win *out, void **base_out);
-/* The transport a window of `ctx` uses towards `peer` (`shared`: the window is one
- * MPI_Win_allocate_shared segment over the whole communicator). Symmetric in (rank, peer). */
-const rma_transport *rma__choose_transport(rmaop_ctx ctx, int shared, int peer);
+/* Both public creators end here (collective). allocate: memory from MPI (device: cudaMalloc),
+ * *base_out set; else over user memory `user_base`. `device`: the window memory is GPU memory (a
+ * device context only; ipc towards every rank, which needs them all on one node); else host memory
+ * (plans staged through host, reductions). */
+rmaop_status rma__win_make(rmaop_ctx ctx, int allocate, void *user_base, size_t bytes, int device, rmaop_win *out,
+                           void **base_out);
+/* The transport a window of `ctx` uses towards `peer` (`device`: a GPU window; `shared`: the window
+ * is one MPI_Win_allocate_shared segment over the whole communicator). Symmetric in (rank, peer). */
+const rma_transport *rma__choose_transport(rmaop_ctx ctx, int device, int shared, int peer);
+/* Whether a plan of `ctx` gets a GPU staging window (ipc) rather than a host one staged through host
+ * memory: device context, transport auto with every rank on one node, or ipc (whose creation then
+ * names an off-node rank if there is one). */
+int rma__plan_on_device(rmaop_ctx ctx);
+
+/* ---- transport_ipc.c (GPU windows) ---- */
+
+/* The collective part of a GPU window's creation: memory (cudaMalloc when w->owns_memory, else the
+ * user's cudaMalloc'd `user_base`, mapped through its allocation base), the flag area, the exchange
+ * of IPC handles and the mapping of every peer. Sets w->base, w->bytes, w->peer_base, w->ipc. */
+rmaop_status rma__ipc_build(rmaop_win w, void *user_base, size_t bytes);
+/* Collective when w->built: drains the stream, then a barrier (no peer may still write into memory
+ * about to be freed), then unmaps and frees. Never fails loudly. */
+void rma__ipc_free(rmaop_win w);
+/* Host-side completion of everything enqueued on the context's stream (the public epoch end promises
+ * host visibility). Bounded by the context's timeout: RMAOP_ERR_TIMEOUT when a peer never signals. */
+rmaop_status rma__ipc_host_sync(rmaop_win w);
 
 /* Puts without argument checks: the caller (a plan, a reduction) validated its pattern once. */
 static inline rmaop_status rma__put(rmaop_win w, const void *origin, size_t bytes, int target, size_t disp) {

@@ -10,7 +10,20 @@
  * The flag handshake (lock; pscw on shm windows, epoch.c) needs a control area (two int64 counters
  * per rank, rma_win.h): the tail of an allocated segment, or a small window of its own beside user
  * memory. In lock mode the whole window lives in one MPI_Win_lock_all(MPI_MODE_NOCHECK) epoch from
- * creation to free (MPI-3.1 §11.5.3): passive-target synchronization is then only flushes and flags. */
+ * creation to free (MPI-3.1 §11.5.3): passive-target synchronization is then only flushes and flags.
+ *
+ * Device contexts. A window whose memory is GPU memory (the public calls, and plans whose peers all
+ * share the node) reaches every rank through the ipc transport (transport_ipc.c): no MPI window, every
+ * sync mode is the stream-side flag handshake. The choice is per window, not per peer: GPU memory over
+ * MPI would need a CUDA-aware MPI, which is not used yet, so
+ *   auto   GPU window when every rank is on one node; otherwise a plan's window is host memory over
+ *          mpi and the plan stages through host (rmaop__plan_send_src, host staging unpacked by the
+ *          core), and a public GPU window is RMAOP_ERR_UNSUPPORTED naming an off-node rank;
+ *   ipc    GPU window; an off-node rank is RMAOP_ERR_UNSUPPORTED naming it;
+ *   mpi    plans stage through host memory over mpi; public GPU windows: RMAOP_ERR_UNSUPPORTED;
+ *   shm    plans stage through host memory over shm (honest: host shared memory holds the host copy,
+ *          never GPU memory); public GPU windows: RMAOP_ERR_UNSUPPORTED.
+ * Reductions take host doubles: their windows are host memory on every context (ipc read as auto). */
 #include "rma_win.h"
 
 #include <stdio.h>
@@ -24,7 +37,9 @@ static size_t align_up(size_t n) {
   return (n + RMA_ALIGN - 1) & ~(RMA_ALIGN - 1);
 }
 
-const rma_transport *rma__choose_transport(rmaop_ctx ctx, int shared, int peer) {
+const rma_transport *rma__choose_transport(rmaop_ctx ctx, int device, int shared, int peer) {
+  if (device) /* own rank included: GPU memory is copied with cudaMemcpyAsync on the stream */
+    return &rma__transport_ipc;
   if (peer == ctx->rank)
     return &rma__transport_self;
   if (shared && ctx->rma_transport != RMAOP_TRANSPORT_MPI)
@@ -32,29 +47,62 @@ const rma_transport *rma__choose_transport(rmaop_ctx ctx, int shared, int peer) 
   return &rma__transport_mpi;
 }
 
+int rma__plan_on_device(rmaop_ctx ctx) {
+  if (ctx->memory != RMAOP_MEMORY_DEVICE)
+    return 0;
+  return ctx->rma_transport == RMAOP_TRANSPORT_IPC ||
+         (ctx->rma_transport == RMAOP_TRANSPORT_AUTO && ctx->node_size == ctx->size);
+}
+
 /* ---- creation ---- */
 
+/* The lowest rank on another node than this one (-1: all on one node). */
+static int off_node_rank(rmaop_ctx ctx) {
+  for (int r = 0; r < ctx->size; ++r)
+    if (ctx->node_of[r] != ctx->node_of[ctx->rank])
+      return r;
+  return -1;
+}
+
+/* A GPU window: ipc towards every rank. */
+static rmaop_status check_device(rmaop_ctx ctx, const char *fn) {
+  RMAOP_REQUIRE(ctx, ctx->memory == RMAOP_MEMORY_DEVICE, RMAOP_ERR_INTERNAL, "%s: GPU window on a host context", fn);
+  const rmaop_transport t = ctx->rma_transport;
+  RMAOP_REQUIRE(ctx, t == RMAOP_TRANSPORT_AUTO || t == RMAOP_TRANSPORT_IPC, RMAOP_ERR_UNSUPPORTED,
+                "%s: windows over GPU memory use the ipc transport; RMAOP_RMA_TRANSPORT=%s cannot hold them (shm: "
+                "host shared memory cannot hold GPU memory; mpi: MPI_Put on GPU memory needs a CUDA-aware MPI, "
+                "not used yet). Use auto or ipc",
+                fn, rmaop_transport_name(t));
+  const int off = off_node_rank(ctx);
+  RMAOP_REQUIRE(ctx, off < 0, RMAOP_ERR_UNSUPPORTED,
+                "%s: the ipc transport reaches GPUs of this node only, and rank %d is on another node than rank %d; "
+                "GPU windows across nodes are not built (plans with RMAOP_RMA_TRANSPORT=auto or mpi stage through "
+                "host memory instead)",
+                fn, off, ctx->rank);
+  return RMAOP_OK;
+}
+
 /* Local checks of a creator's arguments; `*shared` says which flavor the window gets. */
-static rmaop_status check_create(rmaop_ctx ctx, const char *fn, int allocate, const void *user_base, size_t bytes,
-                                 const void *win_out, const void *base_out, int *shared) {
+static rmaop_status check_create(rmaop_ctx ctx, const char *fn, int allocate, int device, const void *user_base,
+                                 size_t bytes, const void *win_out, const void *base_out, int *shared) {
   RMAOP_REQUIRE(ctx, win_out != NULL, RMAOP_ERR_ARG, "%s: win (output) is NULL", fn);
   RMAOP_REQUIRE(ctx, !allocate || base_out != NULL, RMAOP_ERR_ARG, "%s: base (output) is NULL", fn);
   RMAOP_REQUIRE(ctx, allocate || user_base != NULL || bytes == 0, RMAOP_ERR_ARG, "%s: base is NULL with %zu bytes", fn,
                 bytes);
   RMAOP_REQUIRE(ctx, bytes <= (size_t)INT64_MAX / 2, RMAOP_ERR_ARG, "%s: %zu bytes is too large a window", fn, bytes);
-  RMAOP_REQUIRE(ctx, ctx->memory == RMAOP_MEMORY_HOST, RMAOP_ERR_UNSUPPORTED,
-                "%s: device memory windows arrive with the ipc transport (this build: host memory only)", fn);
-  RMAOP_REQUIRE(ctx, ctx->rma_transport != RMAOP_TRANSPORT_IPC, RMAOP_ERR_UNSUPPORTED,
-                "%s: the ipc transport needs device memory, which this build does not support", fn);
+  *shared = 0;
+  if (device)
+    return check_device(ctx, fn);
+  /* A host window on a device context (staged plans, reductions) reads ipc as auto. */
+  RMAOP_REQUIRE(ctx, ctx->rma_transport != RMAOP_TRANSPORT_IPC || ctx->memory == RMAOP_MEMORY_DEVICE,
+                RMAOP_ERR_UNSUPPORTED, "%s: the ipc transport needs device memory (RMAOP_MEMORY=device)", fn);
   RMAOP_REQUIRE(ctx, allocate || ctx->rma_transport != RMAOP_TRANSPORT_SHM, RMAOP_ERR_UNSUPPORTED,
                 "%s: the shm transport (RMAOP_RMA_TRANSPORT=shm) can only reach memory allocated by MPI; use "
                 "rmaop_win_allocate, or RMAOP_RMA_TRANSPORT=mpi|auto for user memory",
                 fn);
   const int one_node = ctx->node_size == ctx->size;
   if (!one_node && ctx->rma_transport == RMAOP_TRANSPORT_SHM) {
-    int off = 0;
-    while (off < ctx->size && ctx->node_of[off] == ctx->node_of[ctx->rank])
-      ++off;
+    const int off = off_node_rank(ctx);
     return RMAOP_ERROR(ctx, RMAOP_ERR_UNSUPPORTED,
                        "%s: RMAOP_RMA_TRANSPORT=shm but rank %d is on another node than rank %d (shared memory "
                        "cannot reach it); use auto or mpi",
@@ -193,7 +241,7 @@ static rmaop_status setup_control(rmaop_win w, size_t ctrl_bytes) {
 static void set_transports(rmaop_win w) {
   const char *name = NULL;
   for (int r = 0; r < w->size; ++r) {
-    w->tp[r] = rma__choose_transport(w->ctx, w->shared, r);
+    w->tp[r] = rma__choose_transport(w->ctx, w->device, w->shared, r);
     if (r == w->rank)
       continue;
     if (!name)
@@ -228,6 +276,12 @@ static int uses_flag_sync(const rmaop_win w) { return w->sync == RMAOP_SYNC_LOCK
 
 /* The collective part of creation, entered by every rank once the arguments were agreed valid. */
 static rmaop_status build(rmaop_win w, void *user_base, size_t bytes) {
+  if (w->device) { /* any size: the own rank's copies go through the stream too */
+    set_transports(w);
+    w->flag_sync = 1;
+    RMAOP_CHECK(rma__ipc_build(w, user_base, bytes));
+    return exchange_sizes(w);
+  }
   if (w->size == 1)
     return build_local(w, user_base, bytes);
   set_transports(w);
@@ -242,12 +296,12 @@ static rmaop_status build(rmaop_win w, void *user_base, size_t bytes) {
   return RMAOP_OK;
 }
 
-rmaop_status rma__win_make(rmaop_ctx ctx, int allocate, void *user_base, size_t bytes, rmaop_win *out,
+rmaop_status rma__win_make(rmaop_ctx ctx, int allocate, void *user_base, size_t bytes, int device, rmaop_win *out,
                            void **base_out) {
   const char *fn = allocate ? "rmaop_win_allocate" : "rmaop_win_create";
   int shared = 0;
   rmaop_win w = NULL;
-  rmaop_status local = check_create(ctx, fn, allocate, user_base, bytes, out, base_out, &shared);
+  rmaop_status local = check_create(ctx, fn, allocate, device, user_base, bytes, out, base_out, &shared);
   if (local == RMAOP_OK)
     local = win_struct_new(ctx, &w);
   /* A rank's bad arguments must not leave the others inside MPI_Win_allocate. */
@@ -255,12 +309,14 @@ rmaop_status rma__win_make(rmaop_ctx ctx, int allocate, void *user_base, size_t 
   if (st == RMAOP_OK) {
     w->shared = shared;
     w->owns_memory = allocate;
+    w->device = device;
     st = rmaop__agree(ctx, build(w, user_base, bytes), fn);
   }
   if (st != RMAOP_OK) {
     rmaop_win_free(&w);
     return st;
   }
+  w->built = 1;
   *out = w;
   if (base_out)
     *base_out = w->base;
@@ -269,12 +325,12 @@ rmaop_status rma__win_make(rmaop_ctx ctx, int allocate, void *user_base, size_t 
 
 rmaop_status rmaop_win_allocate(rmaop_ctx ctx, size_t bytes, rmaop_win *win, void **base) {
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_win_allocate: ctx is NULL");
-  return rma__win_make(ctx, 1, NULL, bytes, win, base);
+  return rma__win_make(ctx, 1, NULL, bytes, ctx->memory == RMAOP_MEMORY_DEVICE, win, base);
 }
 
 rmaop_status rmaop_win_create(rmaop_ctx ctx, void *base, size_t bytes, rmaop_win *win) {
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_win_create: ctx is NULL");
-  return rma__win_make(ctx, 0, base, bytes, win, NULL);
+  return rma__win_make(ctx, 0, base, bytes, ctx->memory == RMAOP_MEMORY_DEVICE, win, NULL);
 }
 
 /* ---- free ---- */
@@ -283,6 +339,8 @@ void rmaop_win_free(rmaop_win *pw) {
   if (!pw || !*pw)
     return;
   rmaop_win w = *pw;
+  if (w->device)
+    rma__ipc_free(w); /* collective once built: drains and synchronizes before unmapping */
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) {
@@ -362,6 +420,8 @@ rmaop_status rmaop_win_epoch_end(rmaop_win win) {
   rmaop_ctx ctx = win->ctx;
   RMAOP_REQUIRE(ctx, win->in_epoch, RMAOP_ERR_ARG, "rmaop_win_epoch_end: no epoch is open on this window");
   RMAOP_CHECK(rma__epoch_end(win));
+  if (win->device) /* the waits and copies are on the stream: the promise is host visibility */
+    RMAOP_CHECK(rma__ipc_host_sync(win));
   if (ctx->trace_on) {
     /* Between a public epoch's begin and end come the user's puts and gets: all of it is rmaop's. */
     const double span = rmaop__wtime() - win->t_begin;

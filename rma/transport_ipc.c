@@ -1,0 +1,377 @@
+/* The ipc transport: node-local GPU memory through CUDA IPC handles (CUDA Runtime API, "Interprocess
+ * Communication"), everything on the context's stream, no host in the loop.
+ *
+ *   memory   window memory and a flag area (uint32 slots, same indices as the host control area of
+ *            rma_win.h: ready = slot r, done = slot size + r) are cudaMalloc'd; their IPC handles are
+ *            exchanged at creation and every peer's are opened (cudaIpcMemLazyEnablePeerAccess: same
+ *            GPU or another one). The own rank uses its local pointers.
+ *   put/get  cudaMemcpyAsync(cudaMemcpyDefault) on the context's stream into / out of the peer's
+ *            mapping. Nothing to flush: later stream work is ordered after them.
+ *   notify   cuStreamWriteValue32(CU_STREAM_WRITE_VALUE_DEFAULT) into the peer's mapped flag: the
+ *            driver puts a memory fence (like __threadfence_system, scoped to the stream) before the
+ *            write, so a peer that sees the flag sees every put issued before it.
+ *   wait     cuStreamWaitValue32(GEQ) on the own flag: the stream, not the host, waits; GEQ compares
+ *            cyclically ((int32_t)(*addr - value) >= 0), so 32-bit per-pair counters may wrap. With
+ *            CU_STREAM_WAIT_VALUE_FLUSH where the device supports it (remote writes visible to later work).
+ *
+ * epoch.c runs every sync mode of a GPU window as its flag handshake (the mapping is written there).
+ * Timeouts: a stream-side wait cannot time out; only the public epoch end and the window free wait on
+ * the host, bounded by the context's timeout.
+ *
+ * Not done here yet: payload stores from a kernel for small epochs (ARCHITECTURE.md, "Small versus
+ * large messages on GPUs"); every put is a copy-engine copy. */
+#include "rma_win.h"
+
+#ifdef RMAOP_HAVE_CUDA
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <sched.h>
+#include <stdint.h>
+
+#include "device.h"
+
+/* What one rank publishes at creation. */
+typedef struct {
+  cudaIpcMemHandle_t data;
+  cudaIpcMemHandle_t ctrl;
+  uint64_t data_offset; /* window start inside the allocation `data` names (user memory may be interior) */
+  int32_t has_data;     /* 0: empty window, no handle */
+  int32_t pad;
+} ipc_card;
+
+typedef struct {
+  void *alloc;          /* own window memory when allocated here */
+  uint32_t *ctrl;       /* own flag slots [2 * size] */
+  uint32_t **peer_ctrl; /* [size] every rank's flag slots as mapped here (own: ctrl) */
+  void **data_map;      /* [size] cudaIpcOpenMemHandle results for the peers' memory (to close) */
+  unsigned wait_flags;
+} ipc_state;
+
+#define STREAM(w) ((cudaStream_t)(w)->ctx->stream)
+
+#define IPC_CHECK(ctx, call)                                                                                 \
+  do {                                                                                                       \
+    cudaError_t ipc__e = (call);                                                                             \
+    if (ipc__e != cudaSuccess)                                                                               \
+      return RMAOP_ERROR((ctx), RMAOP_ERR_CUDA, "%s failed: %s (%s)", #call, cudaGetErrorString(ipc__e),     \
+                         cudaGetErrorName(ipc__e));                                                          \
+  } while (0)
+
+/* Driver API entry points, from the runtime (cudaGetDriverEntryPointByVersion): the library does not
+ * link libcuda, so that it loads on machines without a GPU driver. Resolved at the first GPU window. */
+typedef CUresult(CUDAAPI *stream_value32_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+typedef CUresult(CUDAAPI *address_range_fn)(CUdeviceptr *, size_t *, CUdeviceptr);
+typedef CUresult(CUDAAPI *error_string_fn)(CUresult, const char **);
+static struct {
+  stream_value32_fn write_value32, wait_value32;
+  address_range_fn address_range;
+  error_string_fn error_string;
+} drv;
+
+static rmaop_status resolve_one(rmaop_ctx ctx, const char *symbol, unsigned version, void **fn) {
+  if (*fn)
+    return RMAOP_OK;
+  enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSuccess;
+  void *p = NULL;
+  cudaError_t e = cudaGetDriverEntryPointByVersion(symbol, &p, version, cudaEnableDefault, &q);
+  RMAOP_REQUIRE(ctx, e == cudaSuccess && q == cudaDriverEntryPointSuccess && p != NULL, RMAOP_ERR_CUDA,
+                "the ipc transport needs the driver function %s (CUDA %u.%u ABI), which the installed driver does "
+                "not provide (cudaGetDriverEntryPointByVersion: %s, query result %d)",
+                symbol, version / 1000, version % 1000 / 10, cudaGetErrorString(e), (int)q);
+  *fn = p;
+  return RMAOP_OK;
+}
+
+static rmaop_status resolve_driver(rmaop_ctx ctx) {
+  /* 12000: cuStreamWrite/WaitValue32 of CUDA >= 11.7, usable without enabling stream memory operations. */
+  RMAOP_CHECK(resolve_one(ctx, "cuStreamWriteValue32", 12000, (void **)&drv.write_value32));
+  RMAOP_CHECK(resolve_one(ctx, "cuStreamWaitValue32", 12000, (void **)&drv.wait_value32));
+  RMAOP_CHECK(resolve_one(ctx, "cuMemGetAddressRange", 12000, (void **)&drv.address_range));
+  RMAOP_CHECK(resolve_one(ctx, "cuGetErrorString", 12000, (void **)&drv.error_string));
+  return RMAOP_OK;
+}
+
+#define IPC_CHECK_CU(ctx, call)                                                                              \
+  do {                                                                                                       \
+    CUresult ipc__r = (call);                                                                                \
+    if (ipc__r != CUDA_SUCCESS) {                                                                            \
+      const char *ipc__s = NULL;                                                                             \
+      if (drv.error_string)                                                                                  \
+        drv.error_string(ipc__r, &ipc__s);                                                                   \
+      return RMAOP_ERROR((ctx), RMAOP_ERR_CUDA, "%s failed: %s (CUresult %d)", #call,                        \
+                         ipc__s ? ipc__s : "unknown driver error", (int)ipc__r);                             \
+    }                                                                                                        \
+  } while (0)
+
+static CUdeviceptr dptr(const void *p) {
+  return (CUdeviceptr)(uintptr_t)p;
+}
+
+/* ---- the transport ---- */
+
+/* cudaMemcpy with overlapping ranges is undefined: a put to the own rank must not take its origin
+ * from the same window bytes (plans never put to themselves). */
+static rmaop_status ipc_put(rmaop_win w, const void *origin, size_t bytes, int target, size_t disp) {
+  IPC_CHECK(w->ctx, cudaMemcpyAsync(w->peer_base[target] + disp, origin, bytes, cudaMemcpyDefault, STREAM(w)));
+  return RMAOP_OK;
+}
+
+static rmaop_status ipc_get(rmaop_win w, void *origin, size_t bytes, int target, size_t disp) {
+  IPC_CHECK(w->ctx, cudaMemcpyAsync(origin, w->peer_base[target] + disp, bytes, cudaMemcpyDefault, STREAM(w)));
+  return RMAOP_OK;
+}
+
+static rmaop_status ipc_flush(rmaop_win w, int peer) {
+  return RMAOP_OK; /* stream order: the notify that follows is fenced after the copies */
+}
+
+static rmaop_status ipc_notify(rmaop_win w, int peer, int slot, int64_t value) {
+  ipc_state *s = w->ipc;
+  IPC_CHECK_CU(w->ctx, drv.write_value32((CUstream)STREAM(w), dptr(s->peer_ctrl[peer] + slot), (cuuint32_t)value,
+                                            CU_STREAM_WRITE_VALUE_DEFAULT));
+  return RMAOP_OK;
+}
+
+static rmaop_status ipc_wait_flag(rmaop_win w, int slot, int64_t value) {
+  ipc_state *s = w->ipc;
+  IPC_CHECK_CU(w->ctx,
+               drv.wait_value32((CUstream)STREAM(w), dptr(s->ctrl + slot), (cuuint32_t)value, s->wait_flags));
+  return RMAOP_OK;
+}
+
+/* Host read of the own slot (diagnostics; epoch.c waits with ipc_wait_flag). The legacy default
+ * stream does not wait for the context's non-blocking stream, so this does not block behind a wait. */
+static rmaop_status ipc_read_flag(rmaop_win w, int slot, int64_t *value) {
+  ipc_state *s = w->ipc;
+  uint32_t v = 0;
+  IPC_CHECK(w->ctx, cudaMemcpy(&v, s->ctrl + slot, sizeof v, cudaMemcpyDeviceToHost));
+  *value = (int64_t)v;
+  return RMAOP_OK;
+}
+
+const rma_transport rma__transport_ipc = {
+    .name = "ipc",
+    .kind = RMAOP_TRANSPORT_IPC,
+    .put = ipc_put,
+    .get = ipc_get,
+    .flush = ipc_flush,
+    .notify = ipc_notify,
+    .read_flag = ipc_read_flag,
+    .wait_flag = ipc_wait_flag,
+};
+
+/* ---- host-side completion ---- */
+
+/* 1 once the stream is idle, 0 on a CUDA error or after `timeout` seconds (a peer never signalled). */
+static int stream_drained(rmaop_win w, double timeout, cudaError_t *err) {
+  double deadline = 0.0;
+  for (unsigned spin = 0;; ++spin) {
+    cudaError_t e = cudaStreamQuery(STREAM(w));
+    if (e == cudaSuccess)
+      return 1;
+    if (e != cudaErrorNotReady) {
+      *err = e;
+      return 0;
+    }
+    if (spin < 256)
+      continue;
+    const double now = rmaop__wtime();
+    if (deadline == 0.0)
+      deadline = now + timeout;
+    if (now > deadline) {
+      *err = cudaErrorNotReady;
+      return 0;
+    }
+    sched_yield();
+  }
+}
+
+rmaop_status rma__ipc_host_sync(rmaop_win w) {
+  cudaError_t e = cudaSuccess;
+  if (stream_drained(w, w->ctx->timeout, &e))
+    return RMAOP_OK;
+  if (e != cudaErrorNotReady)
+    return RMAOP_ERROR(w->ctx, RMAOP_ERR_CUDA, "rma ipc epoch end: the context's stream failed: %s (%s)",
+                       cudaGetErrorString(e), cudaGetErrorName(e));
+  return RMAOP_ERROR(w->ctx, RMAOP_ERR_TIMEOUT,
+                     "rma ipc epoch end: rank %d waited %g s (RMAOP_TIMEOUT) for its stream, which waits on a flag "
+                     "of a peer (\"ready\" from a target or \"done\" from an origin); did every peer enter the "
+                     "matching epoch with this rank in its lists? The stream stays blocked: the context is unusable",
+                     w->rank, w->ctx->timeout);
+}
+
+/* ---- creation ---- */
+
+/* This rank's half of the creation: memory, flags, handles. Local (no communication). */
+static rmaop_status make_local(rmaop_win w, void *user_base, size_t bytes, ipc_card *card) {
+  rmaop_ctx ctx = w->ctx;
+  const size_t P = (size_t)w->size;
+  ipc_state *s = NULL;
+  RMAOP_CHECK(resolve_driver(ctx));
+  RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *s, "ipc window state", (void **)&s));
+  w->ipc = s; /* from here on rma__ipc_free releases whatever exists */
+  RMAOP_CHECK(rmaop__calloc(ctx, P, sizeof *s->peer_ctrl, "ipc flag mappings", (void **)&s->peer_ctrl));
+  RMAOP_CHECK(rmaop__calloc(ctx, P, sizeof *s->data_map, "ipc memory mappings", (void **)&s->data_map));
+
+  void *alloc_base = NULL; /* the allocation whose handle we publish */
+  size_t offset = 0;
+  if (w->owns_memory) {
+    RMAOP_CHECK(rmaop__dev_malloc(ctx, bytes, "ipc window memory", &s->alloc));
+    w->base = s->alloc;
+    alloc_base = s->alloc;
+  } else {
+    w->base = user_base;
+    if (bytes > 0) {
+      CUdeviceptr b = 0;
+      size_t size = 0;
+      CUresult r = drv.address_range(&b, &size, dptr(user_base));
+      RMAOP_REQUIRE(ctx, r == CUDA_SUCCESS, RMAOP_ERR_ARG,
+                    "rmaop_win_create: base %p is not GPU memory of this process (cuMemGetAddressRange failed, "
+                    "CUresult %d); a device context's windows expose memory from cudaMalloc",
+                    user_base, (int)r);
+      offset = (size_t)(dptr(user_base) - b);
+      RMAOP_REQUIRE(ctx, bytes <= size - offset, RMAOP_ERR_ARG,
+                    "rmaop_win_create: %zu bytes at %p run past the end of its cudaMalloc allocation (%zu bytes "
+                    "from offset %zu)",
+                    bytes, user_base, size, offset);
+      alloc_base = (void *)(uintptr_t)b;
+    }
+  }
+  w->bytes = bytes;
+  RMAOP_CHECK(rmaop__dev_malloc(ctx, 2 * P * sizeof(uint32_t), "ipc window flags", (void **)&s->ctrl));
+  /* The zero fill (cudaMemset, legacy default stream) must be complete before any peer can write a
+   * flag. Not cudaDeviceSynchronize: the context's stream may be waiting for a flag that a peer only
+   * writes after this collective call; the non-blocking stream is not waited for here. */
+  IPC_CHECK(ctx, cudaStreamSynchronize(0));
+  if (alloc_base) {
+    cudaError_t e = cudaIpcGetMemHandle(&card->data, alloc_base);
+    RMAOP_REQUIRE(ctx, e == cudaSuccess, w->owns_memory ? RMAOP_ERR_CUDA : RMAOP_ERR_UNSUPPORTED,
+                  "cudaIpcGetMemHandle of the window memory failed: %s (the ipc transport maps memory from "
+                  "cudaMalloc; not managed memory, stream-ordered pools or cuMemCreate)",
+                  cudaGetErrorString(e));
+    card->has_data = 1;
+    card->data_offset = offset;
+  }
+  IPC_CHECK(ctx, cudaIpcGetMemHandle(&card->ctrl, s->ctrl));
+
+  int flush = 0;
+  if (cudaDeviceGetAttribute(&flush, cudaDevAttrCanFlushRemoteWrites, ctx->device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    flush = 0;
+  }
+  s->wait_flags = CU_STREAM_WAIT_VALUE_GEQ | (flush ? CU_STREAM_WAIT_VALUE_FLUSH : 0);
+  return RMAOP_OK;
+}
+
+/* Maps every peer's memory and flags. Local. */
+static rmaop_status map_peers(rmaop_win w, const ipc_card *cards) {
+  rmaop_ctx ctx = w->ctx;
+  ipc_state *s = w->ipc;
+  for (int r = 0; r < w->size; ++r) {
+    if (r == w->rank) {
+      w->peer_base[r] = w->base;
+      s->peer_ctrl[r] = s->ctrl;
+      continue;
+    }
+    void *p = NULL;
+    if (cards[r].has_data) {
+      cudaError_t e = cudaIpcOpenMemHandle(&p, cards[r].data, cudaIpcMemLazyEnablePeerAccess);
+      RMAOP_REQUIRE(ctx, e == cudaSuccess, RMAOP_ERR_CUDA,
+                    "cudaIpcOpenMemHandle of rank %d's window memory failed on rank %d: %s (the ipc transport needs "
+                    "CUDA IPC between the two processes and peer access between their GPUs)",
+                    r, w->rank, cudaGetErrorString(e));
+      s->data_map[r] = p;
+      w->peer_base[r] = (char *)p + cards[r].data_offset;
+    }
+    cudaError_t e = cudaIpcOpenMemHandle(&p, cards[r].ctrl, cudaIpcMemLazyEnablePeerAccess);
+    RMAOP_REQUIRE(ctx, e == cudaSuccess, RMAOP_ERR_CUDA,
+                  "cudaIpcOpenMemHandle of rank %d's window flags failed on rank %d: %s", r, w->rank,
+                  cudaGetErrorString(e));
+    s->peer_ctrl[r] = p;
+  }
+  return RMAOP_OK;
+}
+
+rmaop_status rma__ipc_build(rmaop_win w, void *user_base, size_t bytes) {
+  rmaop_ctx ctx = w->ctx;
+  ipc_card mine;
+  ipc_card *cards = NULL;
+  memset(&mine, 0, sizeof mine);
+  rmaop_status local = rmaop__calloc(ctx, (size_t)w->size, sizeof *cards, "ipc handles", (void **)&cards);
+  if (local == RMAOP_OK)
+    local = make_local(w, user_base, bytes, &mine);
+  /* Every rank reaches this point, so a local failure cannot leave the others in the allgather. */
+  rmaop_status st = rmaop__agree(ctx, local, "rma ipc window");
+  if (st == RMAOP_OK) {
+    int rc = MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, cards, (int)sizeof mine, MPI_BYTE, ctx->comm);
+    st = rc == MPI_SUCCESS ? map_peers(w, cards) : rmaop__mpi_error(ctx, rc, __FILE__, __LINE__, "MPI_Allgather");
+  }
+  free(cards);
+  return st;
+}
+
+void rma__ipc_free(rmaop_win w) {
+  ipc_state *s = w->ipc;
+  if (!s)
+    return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (w->built && !finalized) {
+    /* My stream's last flag writes go into peers' memory: drain it, and let every peer drain its own,
+     * before anyone unmaps or frees. A stream stuck on a flag that never came (after an error) keeps
+     * its memory: leaked rather than freed under a pending write. */
+    cudaError_t e = cudaSuccess;
+    const int drained = stream_drained(w, w->ctx->timeout, &e);
+    MPI_Barrier(w->ctx->comm);
+    if (!drained)
+      return;
+  }
+  for (int r = 0; r < w->size; ++r) {
+    if (r == w->rank)
+      continue;
+    if (s->data_map && s->data_map[r])
+      cudaIpcCloseMemHandle(s->data_map[r]);
+    if (s->peer_ctrl && s->peer_ctrl[r])
+      cudaIpcCloseMemHandle(s->peer_ctrl[r]);
+  }
+  rmaop__dev_free(s->alloc);
+  rmaop__dev_free(s->ctrl);
+  free(s->peer_ctrl);
+  free(s->data_map);
+  free(s);
+  w->ipc = NULL;
+}
+
+#else /* no CUDA: GPU windows cannot exist (the context refuses device memory) */
+
+static rmaop_status no_cuda(rmaop_win w) {
+  return RMAOP_ERROR(w->ctx, RMAOP_ERR_UNSUPPORTED, "the ipc transport needs CUDA, which this build of rmaop lacks");
+}
+static rmaop_status nc_put(rmaop_win w, const void *o, size_t b, int t, size_t d) { return no_cuda(w); }
+static rmaop_status nc_get(rmaop_win w, void *o, size_t b, int t, size_t d) { return no_cuda(w); }
+static rmaop_status nc_flush(rmaop_win w, int peer) { return no_cuda(w); }
+static rmaop_status nc_notify(rmaop_win w, int peer, int slot, int64_t v) { return no_cuda(w); }
+static rmaop_status nc_read_flag(rmaop_win w, int slot, int64_t *v) { return no_cuda(w); }
+static rmaop_status nc_wait_flag(rmaop_win w, int slot, int64_t v) { return no_cuda(w); }
+
+const rma_transport rma__transport_ipc = {
+    .name = "ipc",
+    .kind = RMAOP_TRANSPORT_IPC,
+    .put = nc_put,
+    .get = nc_get,
+    .flush = nc_flush,
+    .notify = nc_notify,
+    .read_flag = nc_read_flag,
+    .wait_flag = nc_wait_flag,
+};
+
+rmaop_status rma__ipc_build(rmaop_win w, void *user_base, size_t bytes) {
+  return no_cuda(w);
+}
+void rma__ipc_free(rmaop_win w) {}
+rmaop_status rma__ipc_host_sync(rmaop_win w) {
+  return RMAOP_OK;
+}
+
+#endif /* RMAOP_HAVE_CUDA */

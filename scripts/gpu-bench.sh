@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The GPU numbers of docs/PERFORMANCE.md, on a 2-GPU machine (after scripts/gpu-check.sh built build-gpu):
+# rmaop-p2p-bench (one-sided put vs raw IPC copy vs NCCL) and rmaop-bench on device memory, side by side.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT="${OUT:-$PWD/gpu-out}"
+B="${BUILD:-build-gpu}/bench"
+mkdir -p "$OUT"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+MPI="mpiexec -n 2 --bind-to none"
+run() { echo "+ $*"; "$@"; }
+{
+  run $MPI "$B/rmaop-p2p-bench" --sync lock --json "$OUT/p2p-lock.json"
+  run $MPI "$B/rmaop-p2p-bench" --sync pscw --max-size 1048576 --json "$OUT/p2p-pscw.json"
+  for n in 1048576 67108864; do
+    run $MPI "$B/rmaop-bench" --memory device --problem deriv1d --n $n --niter 50 --backends rma,twosided,nccl \
+      --sync lock,pscw,fence --transport ipc --repeat 5 --json "$OUT/bench-deriv1d-$n.json"
+  done
+  run $MPI "$B/rmaop-bench" --memory device --problem lap2d --n 16777216 --niter 50 --backends rma,twosided,nccl \
+    --sync lock --transport ipc --repeat 5 --json "$OUT/bench-lap2d.json"
+  run $MPI "$B/rmaop-bench" --memory device --problem bdiag --n 1048576 --niter 50 --backends rma,twosided,nccl \
+    --sync lock --transport ipc --repeat 5 --json "$OUT/bench-bdiag.json"
+} 2>&1 | tee "$OUT/bench.log"
