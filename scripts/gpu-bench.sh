@@ -16,7 +16,7 @@ run() { echo "+ $*"; "$@"; }
     run $MPI "$B/rmaop-bench" --memory device --problem deriv1d --n $n --niter 50 --backends rma,twosided,nccl \
       --sync lock,pscw,fence --transport ipc --repeat 5 --json "$OUT/bench-deriv1d-$n.json"
   done
-  run $MPI "$B/rmaop-bench" --memory device --problem lap2d --n 16777216 --niter 50 --backends rma,twosided,nccl \
+  run $MPI "$B/rmaop-bench" --memory device --problem lap2d --n 8192 --niter 50 --backends rma,twosided,nccl \
     --sync lock --transport ipc --repeat 5 --json "$OUT/bench-lap2d.json"
   run $MPI "$B/rmaop-bench" --memory device --problem bdiag --n 1048576 --niter 50 --backends rma,twosided,nccl \
     --sync lock --transport ipc --repeat 5 --json "$OUT/bench-bdiag.json"
