@@ -1,21 +1,8 @@
 /* The core's CUDA layer (src/device.h): device selection, the context's stream, memory, and the vector
  * kernels. One templated kernel per operation serves the four dtypes; the dtype switch is at the edge
- * (dispatch()). Dots accumulate in double in a fixed grid and a fixed order, so they are deterministic. */
-#include <cuda_runtime.h>
-#include <cuComplex.h>
-
-#include "rmaop_impl.h"
+ * (DISPATCH, src/cuda/cuda_impl.h). Dots accumulate in double in a fixed grid and a fixed order, so they are deterministic. */
+#include "cuda_impl.h"
 #include "device.h"
-
-#define DEV_CHECK(ctx, call)                                                                                \
-  do {                                                                                                      \
-    cudaError_t rmaop__e = (call);                                                                          \
-    if (rmaop__e != cudaSuccess)                                                                            \
-      return rmaop__error((ctx), RMAOP_ERR_CUDA, __FILE__, __LINE__, "%s failed: %s (%s)", #call,            \
-                          cudaGetErrorString(rmaop__e), cudaGetErrorName(rmaop__e));                        \
-  } while (0)
-
-#define STREAM(ctx) ((cudaStream_t)(ctx)->stream)
 
 enum { DOT_BLOCKS = 1056, DOT_THREADS = 256, MAX_DOTS = 8 }; /* 8 blocks per SM of an H100/H200: enough loads in flight to stream at HBM speed */
 
@@ -155,14 +142,6 @@ template <> struct num<cuDoubleComplex> {
   }
 };
 
-/* Calls F::template run<T>(args...) with T the element type of dt. */
-#define DISPATCH(dt, CALL)                                       \
-  switch (dt) {                                                  \
-  case RMAOP_F32: { typedef float T; CALL; } break;              \
-  case RMAOP_F64: { typedef double T; CALL; } break;             \
-  case RMAOP_C64: { typedef cuFloatComplex T; CALL; } break;     \
-  case RMAOP_C128: { typedef cuDoubleComplex T; CALL; } break;   \
-  }
 
 static unsigned grid_for(int64_t n, int threads) {
   int64_t b = (n + threads - 1) / threads;
@@ -170,7 +149,6 @@ static unsigned grid_for(int64_t n, int threads) {
   return (unsigned)(b < 1 ? 1 : b);
 }
 
-#define GRID_STRIDE(i, n) for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
 template <typename T> __global__ void k_set(T *x, int64_t n, double are, double aim) {
   const T a = num<T>::make(are, aim);
@@ -245,13 +223,6 @@ __global__ void k_dots_final(const double *part, int k, int nblocks, double *out
   }
 }
 
-#define LAUNCH_CHECK(ctx)                                                                                 \
-  do {                                                                                                    \
-    cudaError_t rmaop__e = cudaGetLastError();                                                            \
-    if (rmaop__e != cudaSuccess)                                                                          \
-      return rmaop__error((ctx), RMAOP_ERR_CUDA, __FILE__, __LINE__, "kernel launch failed: %s",          \
-                          cudaGetErrorString(rmaop__e));                                                  \
-  } while (0)
 
 extern "C" rmaop_status rmaop__dev_set(rmaop_ctx ctx, rmaop_dtype dt, void *x, int64_t n, double are, double aim) {
   if (n <= 0) return RMAOP_OK;

@@ -7,19 +7,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "rmaop_impl.h"
+#include "cuda_impl.h"
 #include "dev_ops.h"
 #include "device.h"
 
-#define STREAM(ctx) ((cudaStream_t)(ctx)->stream)
 
-#define LAUNCH_CHECK(ctx)                                                                                 \
-  do {                                                                                                    \
-    cudaError_t rmaop__e = cudaGetLastError();                                                            \
-    if (rmaop__e != cudaSuccess)                                                                          \
-      return rmaop__error((ctx), RMAOP_ERR_CUDA, __FILE__, __LINE__, "kernel launch failed: %s",          \
-                          cudaGetErrorString(rmaop__e));                                                  \
-  } while (0)
 
 #define BLAS_CHECK(ctx, call)                                                                             \
   do {                                                                                                    \
@@ -29,16 +21,7 @@
                           cublasGetStatusString(rmaop__b));                                               \
   } while (0)
 
-#define DISPATCH(dt, CALL)                                     \
-  switch (dt) {                                                \
-  case RMAOP_F32: { typedef float T; CALL; } break;            \
-  case RMAOP_F64: { typedef double T; CALL; } break;           \
-  case RMAOP_C64: { typedef cuFloatComplex T; CALL; } break;   \
-  case RMAOP_C128: { typedef cuDoubleComplex T; CALL; } break; \
-  }
 
-#define GRID_STRIDE(i, n) \
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
 namespace {
 
