@@ -11,9 +11,12 @@
 #define GB 1e9
 
 static const char *const plan_time_note =
-    "sites are measured by the time spent inside rmaop's calls (plan begin + end, reduction begin + wait), so "
-    "computation overlapped between them is excluded and waiting for a late peer is included; trace files "
-    "without time_inside fall back to the begin..end span";
+    "sites are measured by the time spent inside rmaop's calls (plan begin + end, reduction begin + wait) in "
+    "solves traced with synchronized starts (RMAOP_TRACE_SYNCED: stream drained and ranks met in a barrier, "
+    "untimed, before each call), so overlapped computation and waits for late peers are excluded: that is what "
+    "the model predicts. \"in-solver comm\" is the untraced solver's own time inside rmaop's calls, waits "
+    "included; the difference is imbalance and arrival skew, not messaging. Trace files without time_inside "
+    "fall back to the begin..end span";
 
 void roof_format_bytes(double b, char *buf, size_t len) {
   static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -75,17 +78,17 @@ void roof_verdict(const roof_run *r, const roof_profile *prof, char *buf, size_t
   for (int j = 0; j < prof->npaths; ++j)
     if (strcmp(prof->paths[j].name, r->path) == 0)
       home = j;
-  /* A plan's span includes overlapped work; the solver's in-call time (when known) is what a faster path
-   * could shrink, so the comparison uses it. */
-  double spans = roof_run_measured(r), incall = r->iterations > 0 ? r->time_comm / r->iterations : 0;
-  double meas = incall > 0 ? incall : spans;
-  int n = incall > 0 ? snprintf(buf, len, "%s%s%s: comm %.2f %s in rmaop calls (trace sites %.2f)", r->solver,
-                                *r->path ? " on " : "", r->path, incall * US, unit, spans * US)
+  /* Sites come from synchronized solves: messaging alone, what the model predicts and a faster path could
+   * shrink. The solver's own in-call time (waits included) is printed next to it. */
+  double meas = roof_run_measured(r), incall = r->iterations > 0 ? r->time_comm / r->iterations : 0;
+  int n = incall > 0 ? snprintf(buf, len, "%s%s%s: messaging %.2f %s (in-solver comm %.2f)", r->solver,
+                                *r->path ? " on " : "", r->path, meas * US, unit, incall * US)
                      : snprintf(buf, len, "%s%s%s: trace sites %.2f %s", r->solver, *r->path ? " on " : "",
-                                r->path, spans * US, unit);
+                                r->path, meas * US, unit);
   if (home >= 0 && (size_t)n < len)
     n = append(len, n,
-               snprintf(buf + n, len - (size_t)n, ", model %.2f%s", roof_run_predicted(r, home) * US,
+               snprintf(buf + n, len - (size_t)n, ", model %.2f (%+.0f%%)%s", roof_run_predicted(r, home) * US,
+                        meas > 0 ? 100 * (roof_run_predicted(r, home) / meas - 1) : 0.0,
                         prof->paths[home].fit.poor ? " (fit: poor)" : ""));
   if (best < 0 || (size_t)n >= len)
     return;
@@ -153,7 +156,7 @@ void roof_report_table(FILE *f, const roof_run *runs, int nruns, const roof_prof
     const roof_run *r = &runs[k];
     fprintf(f, "\n== %s%s%s", r->solver, *r->path ? " on " : "", r->path);
     if (r->iterations > 0 && r->time_total > 0)
-      fprintf(f, ": %d iterations, %.2f us/iter; comm inside rmaop calls %.2f us/iter, trace sites %.2f us/iter",
+      fprintf(f, ": %d iterations, %.2f us/iter; in-solver comm %.2f us/iter, synchronized trace sites %.2f us/iter",
               r->iterations, r->time_total / r->iterations * US, r->time_comm / r->iterations * US,
               roof_run_measured(r) * US);
     fprintf(f, "\n");

@@ -2,9 +2,10 @@
  * place every trace site on the message roofline of the profile (classify.c) and report (report.c, svg.c).
  * With --trace the sites come from files written by rmaop_trace_write_json() instead.
  *
- * Timing of a path: one untraced warm-up solve (windows are created and cached on first use), then
- * --repeat traced solves (default 3) whose calls and times add up, so per-call and per-iteration numbers
- * are means over all of them. A site's numbers are the slowest rank's: calls, messages, bytes per message
+ * Timing of a path: one untraced warm-up solve (windows are created and cached on first use), --repeat
+ * untraced solves (default 3) for the solver's own times, then --repeat solves traced with synchronized
+ * starts (RMAOP_TRACE_SYNCED) whose calls and times add up, so per-call and per-iteration numbers are means
+ * over all of them. A site's numbers are the slowest rank's: calls, messages, bytes per message
  * and total time are each reduced with MPI_MAX over the ranks. */
 #include "problems.h"
 #include "tool.h"
@@ -219,40 +220,56 @@ static void save_trace(solve_state *s, const roof_run_options *o, const char *pa
     roof_msg("rmaop-roofline run: %s\n", rmaop_ctx_last_error(s->ctx));
 }
 
-/* Collective. Fills @p r on rank 0. Returns 0, or -1 with the reason printed. */
+/* --repeat solves, adding up iterations and the slowest rank's total and in-call communication times. */
+static rmaop_status timed_solves(solve_state *s, const roof_run_options *o, int *iterations, double t[2]) {
+  rmaop_solver_info info;
+  rmaop_status st = RMAOP_OK;
+  double local[2] = {0, 0};
+  *iterations = 0;
+  for (int rep = 0; rep < o->repeat && st == RMAOP_OK; ++rep)
+    if ((st = solve(s, o->niter, &info)) == RMAOP_OK) {
+      *iterations += info.iterations;
+      local[0] += info.time_total;
+      local[1] += info.time_comm;
+      rmaop_solver_info_free(&info);
+    }
+  MPI_Allreduce(local, t, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return st;
+}
+
+/* Collective. Fills @p r on rank 0. Returns 0, or -1 with the reason printed.
+ * Two passes after the warm-up: untraced solves give the solver's own times (communication inside rmaop's
+ * calls, waits for late peers included), then solves traced with RMAOP_TRACE_SYNCED give each site's
+ * messaging time from a synchronized start, which is what the profile's model predicts. */
 static int run_path(const char *name, const roof_run_options *o, roof_run *r) {
   solve_state s;
-  rmaop_solver_info warm, info;
+  rmaop_solver_info warm;
   memset(&s, 0, sizeof s);
   rmaop_status st = open_path(name, o, &s);
   if (st == RMAOP_OK && (st = solve(&s, o->niter, &warm)) == RMAOP_OK)
     rmaop_solver_info_free(&warm);
+  double t[2] = {0, 0}, tsync[2];
+  int iterations = 0, synced_iterations = 0;
+  if (st == RMAOP_OK)
+    st = timed_solves(&s, o, &iterations, t);
   if (st == RMAOP_OK)
     st = rmaop_trace_reset(s.ctx);
   if (st == RMAOP_OK)
-    st = rmaop_trace_enable(s.ctx, 1);
-  double t[2] = {0, 0}, tmax[2];
-  int iterations = 0;
-  for (int rep = 0; rep < o->repeat && st == RMAOP_OK; ++rep)
-    if ((st = solve(&s, o->niter, &info)) == RMAOP_OK) {
-      iterations += info.iterations;
-      t[0] += info.time_total;
-      t[1] += info.time_comm;
-      rmaop_solver_info_free(&info);
-    }
+    st = rmaop_trace_enable(s.ctx, RMAOP_TRACE_SYNCED);
+  if (st == RMAOP_OK)
+    st = timed_solves(&s, o, &synced_iterations, tsync);
   if (st != RMAOP_OK) {
     roof_msg("rmaop-roofline run: %s: %s\n", name, rmaop_ctx_last_error(s.ctx));
     close_path(&s);
     return -1;
   }
-  rmaop_trace_enable(s.ctx, 0);
-  MPI_Allreduce(t, tmax, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  rmaop_trace_enable(s.ctx, RMAOP_TRACE_OFF);
   memset(r, 0, sizeof *r);
   snprintf(r->solver, sizeof r->solver, "%s n=%lld CGLS", o->problem, (long long)o->n);
   snprintf(r->path, sizeof r->path, "%.63s", name);
-  r->iterations = iterations;
-  r->time_total = tmax[0];
-  r->time_comm = tmax[1];
+  r->iterations = synced_iterations; /* the sites' calls per iteration come from the traced pass */
+  r->time_total = t[0] * synced_iterations / (iterations > 0 ? iterations : 1);
+  r->time_comm = t[1] * synced_iterations / (iterations > 0 ? iterations : 1);
   gather_sites(s.ctx, MPI_COMM_WORLD, o->memory, &r->sites, &r->nsites);
   resolve_auto(r);
   if (o->save_traces)

@@ -9,7 +9,7 @@ const rmaop__config_entry rmaop__config_table[] = {
     {"RMAOP_MEMORY", "host", "host|device", "where vectors and windows live"},
     {"RMAOP_RMA_SYNC", "lock", "fence|pscw|lock", "epoch synchronization of the rma backend"},
     {"RMAOP_RMA_TRANSPORT", "auto", "auto|mpi|shm|ipc", "how the rma backend moves bytes to a peer"},
-    {"RMAOP_TRACE", "0", "0|1", "record every plan execution, reduction and epoch"},
+    {"RMAOP_TRACE", "0", "0|1|sync", "record every plan execution, reduction and epoch (sync: synchronized starts)"},
     {"RMAOP_TRACE_FILE", "", "path", "JSON trace written at rmaop_ctx_destroy when tracing is on (%r = rank)"},
     {"RMAOP_TIMEOUT", "300", "seconds", "how long a wait for a peer may last before RMAOP_ERR_TIMEOUT"},
 };

@@ -7,7 +7,7 @@
 #include <mpi-ext.h>
 #endif
 
-static const char *const bool_names[] = {"0", "1", NULL};
+static const char *const trace_names[] = {"0", "1", "sync", NULL}; /* = RMAOP_TRACE_OFF, _ON, _SYNCED */
 
 void rmaop_ctx_options_init(rmaop_ctx_options *opts) {
   if (!opts) return;
@@ -45,9 +45,11 @@ static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) 
                                 option_value(o.rma_transport, "RMAOP_RMA_TRANSPORT"), rmaop__transport_names, &i));
   ctx->rma_transport = (rmaop_transport)i;
   if (o.trace >= 0) {
-    ctx->trace_on = o.trace != 0;
+    RMAOP_REQUIRE(ctx, o.trace <= RMAOP_TRACE_SYNCED, RMAOP_ERR_ARG,
+                  "rmaop_ctx_options.trace = %d is not RMAOP_TRACE_OFF, RMAOP_TRACE_ON or RMAOP_TRACE_SYNCED", o.trace);
+    ctx->trace_on = o.trace;
   } else {
-    RMAOP_CHECK(rmaop__parse_name(ctx, "trace switch (RMAOP_TRACE)", option_value(NULL, "RMAOP_TRACE"), bool_names, &i));
+    RMAOP_CHECK(rmaop__parse_name(ctx, "trace switch (RMAOP_TRACE)", option_value(NULL, "RMAOP_TRACE"), trace_names, &i));
     ctx->trace_on = i;
   }
   if (o.timeout > 0) {
@@ -71,6 +73,7 @@ static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) 
 
 /* Whether MPI accepts device pointers: compiled against a CUDA-aware Open MPI and the run-time library says
  * so (it may be built with CUDA and still run without it). */
+#ifdef RMAOP_HAVE_CUDA
 static int mpi_cuda_aware(void) {
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
   return MPIX_Query_cuda_support() == 1;
@@ -78,6 +81,7 @@ static int mpi_cuda_aware(void) {
   return 0;
 #endif
 }
+#endif
 
 /* Which node every rank is on: the rank (in ctx->comm) of its node's first process. */
 static rmaop_status find_nodes(rmaop_ctx ctx) {

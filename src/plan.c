@@ -370,6 +370,7 @@ rmaop_status rmaop_plan_begin(rmaop_plan plan, const void *src, void *dst, rmaop
   plan->cur_src = src;
   plan->cur_dst = dst;
   plan->cur_mode = mode;
+  if (ctx->trace_on) rmaop__trace_sync_start(ctx);
   const double t0 = rmaop__wtime();
   plan->t_begin = t0;
   RMAOP_CHECK(ctx->backend->plan_begin(plan));
@@ -386,6 +387,7 @@ rmaop_status rmaop_plan_end(rmaop_plan plan) {
   plan->active = 0;
   const double t0 = rmaop__wtime();
   RMAOP_CHECK(ctx->backend->plan_end(plan));
+  if (ctx->trace_on) rmaop__trace_sync_end(ctx);
   const double t1 = rmaop__wtime();
   ctx->comm_time += t1 - t0;
   if (ctx->trace_on)

@@ -40,6 +40,7 @@ static rmaop_status start(rmaop_request r, const double *in, rmaop_redop op) {
   rmaop_ctx ctx = r->ctx;
   r->in = in;
   r->op = op;
+  if (ctx->trace_on) rmaop__trace_sync_start(ctx);
   const double t0 = rmaop__wtime();
   r->t_begin = t0;
   if (ctx->defer_next && ctx->backend->reduce) { /* the caller waits at once: one blocking call there */
@@ -126,6 +127,7 @@ rmaop_status rmaop_request_wait(rmaop_request *preq) {
   const double t0 = rmaop__wtime();
   if (r->deferred) st = ctx->backend->reduce(ctx, r->in, r->out, r->count, r->op);
   else if (r->started) st = ctx->backend->reduce_end(ctx, r->backend_req);
+  if (ctx->trace_on) rmaop__trace_sync_end(ctx);
   const double t1 = rmaop__wtime();
   ctx->comm_time += t1 - t0;
   *preq = NULL;

@@ -304,6 +304,9 @@ rmaop_status rmaop__vec_fill_random(rmaop_vec v, unsigned seed);
 void rmaop__trace_record(rmaop_ctx ctx, const char *label, const char *kind, const char *transport,
                          uint64_t messages, double bytes_per_message, double seconds, double inside);
 void rmaop__trace_free(rmaop_ctx ctx);
+/* RMAOP_TRACE_SYNCED: drain + barrier before a traced call (untimed), drain before its end is timed. */
+void rmaop__trace_sync_start(rmaop_ctx ctx);
+void rmaop__trace_sync_end(rmaop_ctx ctx);
 
 /* ---- dtype dispatch -------------------------------------------------------------------------- */
 

@@ -4,6 +4,10 @@
 
 #include <stdio.h>
 
+#ifdef RMAOP_HAVE_CUDA
+#include "device.h"
+#endif
+
 struct rmaop__trace_rec {
   int n, cap;
   rmaop_trace_site *sites; /* label strings owned here */
@@ -54,8 +58,30 @@ void rmaop__trace_free(rmaop_ctx ctx) {
 
 rmaop_status rmaop_trace_enable(rmaop_ctx ctx, int on) {
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_trace_enable: ctx is NULL");
-  ctx->trace_on = on != 0;
+  RMAOP_REQUIRE(ctx, on >= RMAOP_TRACE_OFF && on <= RMAOP_TRACE_SYNCED, RMAOP_ERR_ARG,
+                "rmaop_trace_enable: on = %d is not RMAOP_TRACE_OFF, RMAOP_TRACE_ON or RMAOP_TRACE_SYNCED", on);
+  ctx->trace_on = on;
   return RMAOP_OK;
+}
+
+/* RMAOP_TRACE_SYNCED: what a probe does before each epoch (drain the stream, meet in a barrier), so a site's
+ * time is messaging from a synchronized start. Untimed; best effort like all tracing (a failed barrier only
+ * makes the measurement less clean, the call itself reports its own errors). */
+void rmaop__trace_sync_start(rmaop_ctx ctx) {
+  if (ctx->trace_on != RMAOP_TRACE_SYNCED) return;
+#ifdef RMAOP_HAVE_CUDA
+  if (ctx->memory == RMAOP_MEMORY_DEVICE) (void)rmaop__dev_sync(ctx);
+#endif
+  (void)MPI_Barrier(ctx->comm);
+}
+
+/* The end of a synchronized measurement: device work the call enqueued is part of its time. */
+void rmaop__trace_sync_end(rmaop_ctx ctx) {
+#ifdef RMAOP_HAVE_CUDA
+  if (ctx->trace_on == RMAOP_TRACE_SYNCED && ctx->memory == RMAOP_MEMORY_DEVICE) (void)rmaop__dev_sync(ctx);
+#else
+  (void)ctx;
+#endif
 }
 
 rmaop_status rmaop_trace_reset(rmaop_ctx ctx) {

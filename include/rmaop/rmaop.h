@@ -90,7 +90,7 @@ typedef struct {
   const char *memory;        /**< "host" | "device"; RMAOP_MEMORY; default "host" */
   const char *rma_sync;      /**< "fence" | "pscw" | "lock"; RMAOP_RMA_SYNC; default "lock" */
   const char *rma_transport; /**< "auto" | "mpi" | "shm" | "ipc"; RMAOP_RMA_TRANSPORT; default "auto" */
-  int trace;                 /**< 0 | 1; RMAOP_TRACE; default 0 */
+  int trace;                 /**< RMAOP_TRACE_OFF | _ON | _SYNCED; RMAOP_TRACE; default off */
   double timeout;            /**< seconds a wait on a peer may last (rma lock mode's flag waits; MPI's own
                                   fence and PSCW block inside MPI); RMAOP_TIMEOUT; default 300 */
 } rmaop_ctx_options;
@@ -483,7 +483,19 @@ typedef struct {
   double time_inside;                    /**< seconds inside rmaop's calls (begin + end, or begin + wait), summed */
 } rmaop_trace_site;
 
-/** Turns recording on or off (RMAOP_TRACE=1 sets it at creation). Not collective. */
+/** What rmaop_trace_enable() records. */
+enum {
+  RMAOP_TRACE_OFF = 0,
+  RMAOP_TRACE_ON = 1,     /**< record every call as the application makes it (waits for late peers included) */
+  /** Measurement mode: before each plan begin and reduction begin, the context's stream is drained and the
+   *  ranks meet in a barrier (neither is timed), and a device context's stream is drained again before the
+   *  end is timed. time_inside is then the messaging time from a synchronized start, without the waits for
+   *  late peers or for earlier kernels. Every rank must make the traced calls in the same order (rmaop's
+   *  operators and solvers do). It slows the application down: for measuring only. */
+  RMAOP_TRACE_SYNCED = 2
+};
+/** Turns recording on (RMAOP_TRACE_ON or RMAOP_TRACE_SYNCED) or off (RMAOP_TRACE=1|sync sets it at
+ *  creation). Not collective, but RMAOP_TRACE_SYNCED must be set on every rank. */
 rmaop_status rmaop_trace_enable(rmaop_ctx ctx, int on);
 /** Forgets all sites. Not collective. */
 rmaop_status rmaop_trace_reset(rmaop_ctx ctx);

@@ -149,6 +149,36 @@ START_TEST(test_off_records_nothing) {
 }
 END_TEST
 
+/* Inside-time of one ring execution where rank 0 arrives 30 ms late, as the slowest rank sees it. */
+static double late_peer_inside(rmaop_plan plan, int mode) {
+  RT_OK(rmaop_trace_reset(ctx));
+  RT_OK(rmaop_trace_enable(ctx, mode));
+  double src[K] = {1, 2, 3}, dst[K], inside = 0, worst = 0;
+  if (rt_rank == 0)
+    for (const double t0 = MPI_Wtime(); MPI_Wtime() - t0 < 30e-3;) {
+    }
+  RT_OK(rmaop_plan_execute(plan, src, dst, RMAOP_INSERT));
+  rmaop_trace_site s;
+  if (find_site("late", "plan", &s) >= 0)
+    inside = s.time_inside;
+  MPI_Allreduce(&inside, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return worst;
+}
+
+/* RMAOP_TRACE_SYNCED leaves the wait for a late peer out of the site's time (the barrier before the call
+ * absorbs it, untimed); plain tracing keeps it in. */
+START_TEST(test_synced_excludes_late_peer) {
+  rmaop_plan plan = ring_plan("late");
+  double plain = late_peer_inside(plan, RMAOP_TRACE_ON), synced = late_peer_inside(plan, RMAOP_TRACE_SYNCED);
+  RT_CHECK(rt_size == 1 || plain >= 25e-3, "plain tracing: slowest rank's time inside %g s, want >= 25 ms", plain);
+  RT_CHECK(synced > 0 && synced < 15e-3, "synced tracing: time inside %g s, want > 0 and < 15 ms", synced);
+  rmaop_plan_destroy(&plan);
+  RT_EXPECT(rmaop_trace_enable(ctx, 3), RT_BIT(RMAOP_ERR_ARG));
+  RT_MESSAGE_HAS("RMAOP_TRACE_SYNCED");
+  RT_OK(rmaop_trace_enable(ctx, RMAOP_TRACE_ON));
+}
+END_TEST
+
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f)
@@ -202,6 +232,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_reduce_sites);
   tcase_add_test(tc, test_off_records_nothing);
   tcase_add_test(tc, test_json);
+  tcase_add_test(tc, test_synced_excludes_late_peer);
   suite_add_tcase(s, tc);
   return s;
 }
