@@ -9,9 +9,10 @@
  * source slots (not one m-byte buffer sent n times) keep the cache footprint that of a real exchange,
  * about 4*n*m bytes per rank: the cache switch then depends on n*m alone, as the fit assumes.
  *
- * Timing (as bench/halo_bench.c and OSU): MPI_Barrier (untimed), then MPI_Wtime around one epoch; two
- * warm-up epochs excluded; the repetition count adapts so each point gets ~point_ms of timed work, within
- * [min_reps, max_reps], decided from the slowest rank's warm-up so every rank runs the same count; each
+ * Timing (as bench/halo_bench.c and OSU): MPI_Barrier (untimed), then MPI_Wtime around one epoch (on device
+ * memory until rmaop_ctx_synchronize says the stream has finished it); two warm-up epochs
+ * excluded; the repetition count adapts so each point gets ~point_ms of timed work, within [min_reps,
+ * max_reps], decided from the slowest rank's warm-up so every rank runs the same count; each
  * repetition counts as its slowest rank (MPI_MAX over ranks), and the point is the median repetition. */
 #include "tool.h"
 
@@ -25,6 +26,7 @@
 typedef rmaop_status (*roof_op)(void *arg);
 
 typedef struct {
+  rmaop_ctx ctx;
   rmaop_plan plan;
   rmaop_vec src, dst;
 } epoch_state;
@@ -84,6 +86,7 @@ static rmaop_status epoch_setup(rmaop_ctx ctx, int n, double m, epoch_state *e) 
   const int64_t cnt = (int64_t)(m / 8);
   rmaop_transfer *t = calloc((size_t)n, sizeof *t);
   memset(e, 0, sizeof *e);
+  e->ctx = ctx;
   if (!t)
     return RMAOP_ERR_NOMEM;
   if (st == RMAOP_OK)
@@ -123,12 +126,15 @@ static rmaop_status epoch_run(void *arg) {
     st = rmaop_plan_begin(e->plan, src, dst, RMAOP_INSERT);
   if (st == RMAOP_OK)
     st = rmaop_plan_end(e->plan);
+  /* On device memory the epoch's copies and flags run on the stream: the epoch ends when they are done. */
+  if (st == RMAOP_OK)
+    st = rmaop_ctx_synchronize(e->ctx);
   return st;
 }
 
 static rmaop_status reduce_run(void *arg) {
   reduce_state *r = arg;
-  return rmaop_allreduce(r->ctx, r->in, r->out, r->count, RMAOP_SUM, "probe.reduce");
+  return rmaop_allreduce(r->ctx, r->in, r->out, r->count, RMAOP_SUM, "probe.reduce"); /* host result: synchronous */
 }
 
 /* ---- timing ------------------------------------------------------------------------------------------- */

@@ -18,6 +18,6 @@ run() { echo "+ $*"; "$@"; }
   done
   run $MPI "$B/rmaop-bench" --memory device --problem lap2d --n 8192 --niter 50 --backends rma,twosided,nccl \
     --sync lock --transport ipc --repeat 5 --json "$OUT/bench-lap2d.json"
-  run $MPI "$B/rmaop-bench" --memory device --problem bdiag --n 1048576 --niter 50 --backends rma,twosided,nccl \
+  run $MPI "$B/rmaop-bench" --memory device --problem bdiag --n 8192 --niter 50 --backends rma,twosided,nccl \
     --sync lock --transport ipc --repeat 5 --json "$OUT/bench-bdiag.json"
 } 2>&1 | tee "$OUT/bench.log"

@@ -163,6 +163,14 @@ void rmaop_ctx_destroy(rmaop_ctx *pctx) {
   *pctx = NULL;
 }
 
+rmaop_status rmaop_ctx_synchronize(rmaop_ctx ctx) {
+  RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_ctx_synchronize: ctx is NULL");
+#ifdef RMAOP_HAVE_CUDA
+  if (ctx->memory == RMAOP_MEMORY_DEVICE) return rmaop__dev_sync(ctx);
+#endif
+  return RMAOP_OK;
+}
+
 rmaop_status rmaop_ctx_get_info(rmaop_ctx ctx, rmaop_ctx_info *info) {
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_ctx_get_info: ctx is NULL");
   RMAOP_REQUIRE(ctx, info != NULL, RMAOP_ERR_ARG, "rmaop_ctx_get_info: info (output) is NULL");

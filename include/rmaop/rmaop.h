@@ -125,6 +125,14 @@ typedef struct {
 } rmaop_ctx_info;
 rmaop_status rmaop_ctx_get_info(rmaop_ctx ctx, rmaop_ctx_info *info);
 
+/**
+ * Waits until everything rmaop has enqueued on the context's GPU stream (kernels, copies, device-side epoch
+ * flags) has completed. Not collective. With host memory it returns at once. Use it before timing or
+ * reading device results with your own CUDA calls on another stream.
+ * @return RMAOP_ERR_CUDA with CUDA's message when the stream reports an error.
+ */
+rmaop_status rmaop_ctx_synchronize(rmaop_ctx ctx);
+
 /** Comma-separated names of the backends built into this library ("rma,twosided[,nccl]"). */
 const char *rmaop_backends_available(void);
 

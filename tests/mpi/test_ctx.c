@@ -194,6 +194,9 @@ START_TEST(test_bad_arguments) {
   ctx = rt_ctx();
   RT_EXPECT(rmaop_ctx_get_info(ctx, NULL), RT_BIT(RMAOP_ERR_ARG));
   RT_CHECK(strlen(rmaop_ctx_last_error(ctx)) > 0, "no message kept in the context");
+  RT_EXPECT(rmaop_ctx_synchronize(NULL), RT_BIT(RMAOP_ERR_ARG));
+  RT_MESSAGE_HAS("rmaop_ctx_synchronize");
+  RT_OK(rmaop_ctx_synchronize(ctx)); /* nothing pending: returns at once on host and device */
   rmaop_ctx_destroy(&ctx);
 }
 END_TEST
