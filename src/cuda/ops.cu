@@ -71,6 +71,17 @@ template <> struct ar<cuDoubleComplex> {
 
 __device__ bool is_local(const rmaop__stencil_desc &d, int64_t g) { return g >= d.off && g < d.off + d.n; }
 
+/* Element e of an (outer, rows, inner) box: inner index i, row r, outer block o. A 64-bit division costs
+ * tens of instructions, more than the memory time of an element, so the common shapes skip them: 1-D
+ * arrays (ninner = 1) and the first outer block (every distributed stencil has nouter = 1). */
+__device__ __forceinline__ void split(int64_t e, int64_t ninner, int64_t nrows, int64_t &i, int64_t &r, int64_t &o) {
+  int64_t q = e;
+  i = 0;
+  if (ninner != 1) i = e % ninner, q = e / ninner;
+  if (q < nrows) r = q, o = 0;
+  else r = q % nrows, o = q / nrows;
+}
+
 /* Row g of outer block o: a local row of `base`, or a ghost row (distributed stencils: nouter = 1). */
 template <typename T>
 __device__ const T *row_at(const rmaop__stencil_desc &d, const T *base, const T *ghost, int64_t o, int64_t g) {
@@ -86,7 +97,8 @@ __global__ void k_forward(rmaop__stencil_desc d, const T *x, const T *ghost, T *
   typedef ar<T> A;
   typedef typename A::R R;
   GRID_STRIDE(e, total) {
-    const int64_t i = e % d.ninner, q = e / d.ninner, r = q % nrows, o = q / nrows;
+    int64_t i, r, o;
+    split(e, d.ninner, nrows, i, r, o);
     const int64_t g = r < n1 ? a1 + r : a2 + (r - n1);
     T *yp = y + (o * d.n + (g - d.off)) * d.ninner + i;
     if (g >= d.flo && g < d.fhi) { /* host: flat loop, y (=|+=) c0 x0 + c1 x1 + ... */
@@ -117,7 +129,8 @@ __global__ void k_adjoint(rmaop__stencil_desc d, const T *y, T *out, int ghost, 
   typedef ar<T> A;
   typedef typename A::R R;
   GRID_STRIDE(e, total) {
-    const int64_t i = e % d.ninner, q = e / d.ninner, r = q % nrows, o = q / nrows;
+    int64_t i, r, o;
+    split(e, d.ninner, nrows, i, r, o);
     const int64_t j = !ghost ? d.off + r : r < d.hl ? d.off - d.hl + r : d.off + d.n + (r - d.hl);
     T *xp = out + (o * nrows + r) * d.ninner + i;
     if (!ghost && j >= d.jlo && j < d.jhi) { /* host: flat gather from interior rows */
