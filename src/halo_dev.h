@@ -1,0 +1,24 @@
+/* Device (GPU) part of the halo operator (src/op_halo.c): the interior copy between a rank's block and the
+ * middle of its extended block. Plain C declaration; the kernel is in src/cuda/halo.cu (nvcc), built only
+ * with RMAOP_HAVE_CUDA. Enqueues on the context's stream and returns; errors are recorded in the context. */
+#ifndef RMAOP_HALO_DEV_H
+#define RMAOP_HALO_DEV_H
+
+#include "rmaop/rmaop.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* to_ext: ext[lo + i] = blk[i] for every cell i of the block (extents `local`, row-major); else
+ * blk[i] = ext[lo + i]. `ext_dims` are the extended block's extents. ndim <= RMAOP_HALO_MAX_DIMS. */
+rmaop_status rmaop__dev_halo_interior(rmaop_ctx ctx, rmaop_dtype dt, int ndim, const int64_t *local,
+                                      const int64_t *ext_dims, const int64_t *lo, void *blk, void *ext, int to_ext);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RMAOP_HALO_DEV_H */
