@@ -90,32 +90,35 @@ __device__ const T *row_at(const rmaop__stencil_desc &d, const T *base, const T 
   return ghost + (d.hl + g - (d.off + d.n)) * d.ninner;
 }
 
+/* The nonzero interior coefficients in ascending offset: the order both paths add them in. */
+struct taps {
+  int n;
+  int k[RMAOP__NK];
+  double c[RMAOP__NK];
+};
+
+/* 1-D rows whose taps are all local, with no index arithmetic beyond e + k: dst[e] (=|+=) sum_t c_t
+ * src[e + dir k_t], the first term alone, then added one by one (forward: dir = 1; adjoint gather: dir =
+ * -1, src = y). The general kernels below spend more time on index arithmetic than on memory. */
+template <typename T>
+__global__ void k_flat(taps t, const T *src, T *dst, int64_t count, int dir, int accumulate) {
+  typedef ar<T> A;
+  typedef typename A::R R;
+  GRID_STRIDE(e, count) {
+    const T *s0 = src + e;
+    T s = A::mulr((R)t.c[0], s0[dir * t.k[0]]);
+    for (int u = 1; u < t.n; ++u) s = A::add(s, A::mulr((R)t.c[u], s0[dir * t.k[u]]));
+    dst[e] = accumulate ? A::add(dst[e], s) : s;
+  }
+}
+
 /* Forward: one thread per element of the output rows [a1, a1 + n1) and [a2, a2 + nrows - n1). */
 template <typename T>
 __global__ void k_forward(rmaop__stencil_desc d, const T *x, const T *ghost, T *y, int64_t a1, int64_t n1, int64_t a2,
                           int64_t nrows, int64_t total) {
   typedef ar<T> A;
   typedef typename A::R R;
-  const bool flat = d.ninner == 1 && d.nouter == 1;
   GRID_STRIDE(e, total) {
-    if (flat) { /* 1-D interior row whose taps are all local: direct indexing, same terms and order */
-      const int64_t g = e < n1 ? a1 + e : a2 + (e - n1);
-      if (g >= d.flo && g < d.fhi && g - 2 >= d.off && g + 2 < d.off + d.n) {
-        const T *xg = x + (g - d.off);
-        T s = A::zero();
-        bool first = true;
-#pragma unroll
-        for (int k = -2; k <= 2; ++k)
-          if (d.cint[k + 2] != 0.0) {
-            const T t = A::mulr((R)d.cint[k + 2], xg[k]);
-            s = first ? t : A::add(s, t);
-            first = false;
-          }
-        T *yp = y + (g - d.off);
-        *yp = d.accumulate ? A::add(*yp, s) : s;
-        continue;
-      }
-    }
     int64_t i, r, o;
     split(e, d.ninner, nrows, i, r, o);
     const int64_t g = r < n1 ? a1 + r : a2 + (r - n1);
@@ -144,33 +147,17 @@ __global__ void k_forward(rmaop__stencil_desc d, const T *x, const T *ghost, T *
 /* Adjoint in gather form: one thread per element of x's local rows (ghost = 0) or of the ghost rows
  * (ghost = 1, written to out, nouter = 1). */
 template <typename T>
-__global__ void k_adjoint(rmaop__stencil_desc d, const T *y, T *out, int ghost, int64_t nrows, int64_t total) {
+__global__ void k_adjoint(rmaop__stencil_desc d, const T *y, T *out, int ghost, int64_t row0, int64_t nrows,
+                          int64_t total) {
   typedef ar<T> A;
   typedef typename A::R R;
-  const bool flat = !ghost && d.ninner == 1 && d.nouter == 1;
+  const int64_t stride = ghost ? nrows : d.n; /* rows per outer block of out */
   GRID_STRIDE(e, total) {
-    if (flat) { /* 1-D interior row gathered from local rows only: direct indexing, same terms and order */
-      const int64_t j = d.off + e;
-      if (j >= d.jlo && j < d.jhi && j - 2 >= d.off && j + 2 < d.off + d.n) {
-        const T *yj = y + e;
-        T s = A::zero();
-        bool first = true;
-#pragma unroll
-        for (int k = -2; k <= 2; ++k)
-          if (d.cint[k + 2] != 0.0) {
-            const T t = A::mulr((R)d.cint[k + 2], yj[-k]);
-            s = first ? t : A::add(s, t);
-            first = false;
-          }
-        T *xp = out + e;
-        *xp = d.accumulate ? A::add(*xp, s) : s;
-        continue;
-      }
-    }
     int64_t i, r, o;
     split(e, d.ninner, nrows, i, r, o);
+    r += row0;
     const int64_t j = !ghost ? d.off + r : r < d.hl ? d.off - d.hl + r : d.off + d.n + (r - d.hl);
-    T *xp = out + (o * nrows + r) * d.ninner + i;
+    T *xp = out + (o * stride + r) * d.ninner + i;
     if (!ghost && j >= d.jlo && j < d.jhi) { /* host: flat gather from interior rows */
       T s = A::zero();
       bool first = true;
@@ -197,11 +184,33 @@ __global__ void k_adjoint(rmaop__stencil_desc d, const T *y, T *out, int ghost, 
   }
 }
 
-} // namespace
+taps interior_taps(const rmaop__stencil_desc *d) {
+  taps t = {};
+  for (int k = -2; k <= 2; ++k)
+    if (d->cint[k + 2] != 0.0) t.k[t.n] = k, t.c[t.n++] = d->cint[k + 2];
+  return t;
+}
 
-extern "C" rmaop_status rmaop__dev_stencil_forward(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
-                                                   const void *x, const void *ghost, void *y, int64_t a1, int64_t b1,
-                                                   int64_t a2, int64_t b2) {
+/* Rows [lo, hi) of a 1-D stencil through k_flat, [lo, hi) clipped to the rows whose taps are all local;
+ * returns the clipped range (empty: lo == hi) so the caller launches the general kernel around it. */
+rmaop_status flat_rows(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d, const void *src, void *dst,
+                       int dir, int64_t &lo, int64_t &hi) {
+  const taps t = interior_taps(d);
+  if (lo < d->off + 2) lo = d->off + 2;
+  if (hi > d->off + d->n - 2) hi = d->off + d->n - 2;
+  if (d->ninner != 1 || d->nouter != 1 || t.n == 0 || hi <= lo) {
+    hi = lo;
+    return RMAOP_OK;
+  }
+  const int64_t at = lo - d->off;
+  DISPATCH(dt, (k_flat<T><<<grid_for(hi - lo), THREADS, 0, STREAM(ctx)>>>(t, (const T *)src + at, (T *)dst + at, hi - lo,
+                                                                          dir, d->accumulate)));
+  LAUNCH_CHECK(ctx);
+  return RMAOP_OK;
+}
+
+rmaop_status forward_general(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d, const void *x,
+                             const void *ghost, void *y, int64_t a1, int64_t b1, int64_t a2, int64_t b2) {
   const int64_t n1 = b1 > a1 ? b1 - a1 : 0, nrows = n1 + (b2 > a2 ? b2 - a2 : 0);
   const int64_t total = nrows * d->nouter * d->ninner;
   if (total <= 0) return RMAOP_OK;
@@ -211,13 +220,36 @@ extern "C" rmaop_status rmaop__dev_stencil_forward(rmaop_ctx ctx, rmaop_dtype dt
   return RMAOP_OK;
 }
 
-extern "C" rmaop_status rmaop__dev_stencil_adjoint_local(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
-                                                         const void *y, void *x) {
-  const int64_t total = d->n * d->nouter * d->ninner;
+rmaop_status adjoint_general(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d, const void *y, void *x,
+                             int64_t row0, int64_t nrows) {
+  const int64_t total = nrows * d->nouter * d->ninner;
   if (total <= 0) return RMAOP_OK;
-  DISPATCH(dt, (k_adjoint<T><<<grid_for(total), THREADS, 0, STREAM(ctx)>>>(*d, (const T *)y, (T *)x, 0, d->n, total)));
+  DISPATCH(dt, (k_adjoint<T><<<grid_for(total), THREADS, 0, STREAM(ctx)>>>(*d, (const T *)y, (T *)x, 0, row0, nrows,
+                                                                           total)));
   LAUNCH_CHECK(ctx);
   return RMAOP_OK;
+}
+
+} // namespace
+
+extern "C" rmaop_status rmaop__dev_stencil_forward(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
+                                                   const void *x, const void *ghost, void *y, int64_t a1, int64_t b1,
+                                                   int64_t a2, int64_t b2) {
+  if (b2 > a2) return forward_general(ctx, dt, d, x, ghost, y, a1, b1, a2, b2);
+  /* One range: its rows in the fast range with local taps go flat, the rest (edge rows) around them. */
+  int64_t lo = a1 > d->flo ? a1 : d->flo, hi = b1 < d->fhi ? b1 : d->fhi;
+  RMAOP_CHECK(flat_rows(ctx, dt, d, x, y, 1, lo, hi));
+  if (hi <= lo) return forward_general(ctx, dt, d, x, ghost, y, a1, b1, 0, 0);
+  return forward_general(ctx, dt, d, x, ghost, y, a1, lo, hi, b1);
+}
+
+extern "C" rmaop_status rmaop__dev_stencil_adjoint_local(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
+                                                         const void *y, void *x) {
+  int64_t lo = d->jlo, hi = d->jhi;
+  RMAOP_CHECK(flat_rows(ctx, dt, d, y, x, -1, lo, hi));
+  if (hi <= lo) return adjoint_general(ctx, dt, d, y, x, 0, d->n);
+  RMAOP_CHECK(adjoint_general(ctx, dt, d, y, x, 0, lo - d->off));
+  return adjoint_general(ctx, dt, d, y, x, hi - d->off, d->off + d->n - hi);
 }
 
 extern "C" rmaop_status rmaop__dev_stencil_adjoint_ghost(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
@@ -226,7 +258,7 @@ extern "C" rmaop_status rmaop__dev_stencil_adjoint_ghost(rmaop_ctx ctx, rmaop_dt
                 (long long)d->nouter);
   const int64_t nrows = (int64_t)d->hl + d->hr, total = nrows * d->ninner;
   if (total <= 0) return RMAOP_OK;
-  DISPATCH(dt, (k_adjoint<T><<<grid_for(total), THREADS, 0, STREAM(ctx)>>>(*d, (const T *)y, (T *)ghost, 1, nrows,
+  DISPATCH(dt, (k_adjoint<T><<<grid_for(total), THREADS, 0, STREAM(ctx)>>>(*d, (const T *)y, (T *)ghost, 1, 0, nrows,
                                                                            total)));
   LAUNCH_CHECK(ctx);
   return RMAOP_OK;
