@@ -107,7 +107,9 @@ __global__ void k_flat(taps t, const T *src, T *dst, int64_t count, int dir, int
   GRID_STRIDE(e, count) {
     const T *s0 = src + e;
     T s = A::mulr((R)t.c[0], s0[dir * t.k[0]]);
-    for (int u = 1; u < t.n; ++u) s = A::add(s, A::mulr((R)t.c[u], s0[dir * t.k[u]]));
+#pragma unroll /* constant indices keep t in parameter space (a runtime index would copy it to local memory) */
+    for (int u = 1; u < RMAOP__NK; ++u)
+      if (u < t.n) s = A::add(s, A::mulr((R)t.c[u], s0[dir * t.k[u]]));
     dst[e] = accumulate ? A::add(dst[e], s) : s;
   }
 }
