@@ -5,3 +5,7 @@ rmaop_add_mpi_test(NAME op SOURCES mpi/test_op.c NP 1 2 3 4 BACKENDS rma twoside
 rmaop_add_mpi_test(NAME solver SOURCES mpi/test_solver.c NP 1 2 3 4 BACKENDS rma twosided)
 # test_halo: N-D halo on a cartesian grid and the gradient against serial references, dot tests, errors.
 rmaop_add_mpi_test(NAME halo SOURCES mpi/test_halo.c NP 1 2 3 4 BACKENDS rma twosided)
+# test_matmul: dense multiply (block, SUMMA) and Fredholm1 against serial references, dot tests, errors.
+# SUMMA's grid is floor(sqrt(P))^2: 9 oversubscribed ranks give a 3 x 3 grid (one fast variant set).
+rmaop_add_mpi_test(NAME matmul SOURCES mpi/test_matmul.c NP 1 2 3 4 BACKENDS rma twosided)
+rmaop_add_mpi_test(NAME matmul_summa9 SOURCES mpi/test_matmul.c NP 9 BACKENDS rma twosided SYNCS fence TRANSPORTS shm)
