@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const bench_problem_names[] = {"deriv1d", "lap2d", "bdiag", "vstack", NULL};
+const char *const bench_problem_names[] = {"deriv1d", "lap2d", "bdiag", "vstack", "derivspd", NULL};
 
 #define TRY(call)                          \
   do {                                     \
@@ -42,6 +42,33 @@ static rmaop_status finish(bench_problem *p, double (*f)(int64_t, int64_t), int6
   return rmaop_op_apply(p->A, p->x_true, p->b);
 }
 
+/* derivspd: A = D^H D + I, D the centered first derivative (deriv1d's), I a diagonal of ones: symmetric positive
+ * definite with eigenvalues in [1, 2], for CG and pipelined CG. One halo exchange for D, one (reversed) for D^H,
+ * no reduction inside the operator: a latency-bound matvec whose time the pipelined CG can hide a reduction in.
+ * The composites hold references to their parts, so only A is kept. */
+static rmaop_status make_derivspd(rmaop_ctx ctx, int64_t n, rmaop_op *A) {
+  rmaop_deriv_spec s = {.grid = {.ndim = 1, .dims = {n}, .local_rows = -1}, .axis = 0,
+                        .kind = RMAOP_DERIV_CENTERED3, .edge = 0, .sampling = 1.0, .dtype = RMAOP_F64,
+                        .label = "derivspd.halo"};
+  rmaop_op D = NULL, DH = NULL, DHD = NULL, I = NULL;
+  rmaop_vec ones = NULL;
+  rmaop_op_info info;
+  rmaop_status st = rmaop_op_create_first_derivative(ctx, &s, &D);
+  if (st == RMAOP_OK) st = rmaop_op_create_adjoint(D, &DH);
+  if (st == RMAOP_OK) st = rmaop_op_create_product(DH, D, &DHD);
+  if (st == RMAOP_OK) st = rmaop_op_get_info(D, &info);
+  if (st == RMAOP_OK) st = rmaop_vec_create(info.model, RMAOP_F64, &ones);
+  if (st == RMAOP_OK) st = rmaop_vec_set(ones, 1.0);
+  if (st == RMAOP_OK) st = rmaop_op_create_diagonal(ones, &I);
+  if (st == RMAOP_OK) st = rmaop_op_create_sum(2, (rmaop_op[]){DHD, I}, A);
+  rmaop_vec_destroy(&ones);
+  rmaop_op_destroy(&I);
+  rmaop_op_destroy(&DHD);
+  rmaop_op_destroy(&DH);
+  rmaop_op_destroy(&D);
+  return st;
+}
+
 rmaop_status bench_problem_create(rmaop_ctx ctx, const char *name, int64_t n, bench_problem *p) {
   memset(p, 0, sizeof *p);
   rmaop_ctx_info ci;
@@ -60,9 +87,13 @@ rmaop_status bench_problem_create(rmaop_ctx ctx, const char *name, int64_t n, be
     TRY(rmaop_op_create_laplacian(ctx, &s, &p->A));
     return finish(p, x_2d, n);
   }
+  if (strcmp(name, "derivspd") == 0) {
+    TRY(make_derivspd(ctx, n, &p->A));
+    return finish(p, x_1d, n);
+  }
   const int is_bdiag = strcmp(name, "bdiag") == 0, is_vstack = strcmp(name, "vstack") == 0;
   if (!is_bdiag && !is_vstack) {
-    if (ci.rank == 0) fprintf(stderr, "bench problem: unknown name \"%s\" (deriv1d, lap2d, bdiag, vstack)\n", name);
+    if (ci.rank == 0) fprintf(stderr, "bench problem: unknown name \"%s\" (deriv1d, lap2d, bdiag, vstack, derivspd)\n", name);
     return RMAOP_ERR_ARG;
   }
   /* A dense n x n block per rank: refuse sizes whose block would not fit 8 GiB (or overflow). */

@@ -13,7 +13,8 @@ typedef struct {
 /* Names of the problems, NULL-terminated. */
 extern const char *const bench_problem_names[];
 
-/* Builds problem `name` of size n on ctx (float64). Collective. */
+/* Builds problem `name` of size n on ctx (float64). Collective. derivspd (D^H D + I) is SPD: the one for CG
+ * and pipelined CG; the others are least-squares problems (CGLS, LSQR). */
 rmaop_status bench_problem_create(rmaop_ctx ctx, const char *name, int64_t n, bench_problem *p);
 void bench_problem_free(bench_problem *p);
 

@@ -1,8 +1,13 @@
-/* rmaop-bench: the same problem and CGLS run on several communication paths, side by side.
+/* rmaop-bench: the same problem and solver run on several communication paths, side by side.
  *
  *   mpiexec -n P rmaop-bench --problem deriv1d --n 1048576 --niter 50 --backends rma,twosided,nccl \
  *                            [--sync fence,pscw,lock] [--transport auto] [--memory host|device] [--repeat 5]
- *                            [--json out.json]
+ *                            [--solver cgls|lsqr|cg|pipecg] [--json out.json]
+ *
+ * --solver picks the solver (default cgls), or a list of them (--solver cg,pipecg): every path then runs every
+ * listed solver, all repeats interleaved, and histories are compared between paths of the same solver.
+ * cg and pipecg need an SPD operator: --problem derivspd (D^H D + I); timing them side by side shows what
+ * hiding the reduction behind the matvec buys on each path.
  *
  * Every path solves from x0 = 0; the residual histories must agree with the first path's to 1e-10
  * (relative) or the run fails. Repeats are interleaved over the paths so machine noise hits all alike.
@@ -11,8 +16,9 @@
  *
  * --memory device puts every path's vectors in GPU memory (options.memory = "device"). The bench then
  * also measures the device copy bandwidth (cudaMemcpy device-to-device of 1 GiB, CUDA events, median of 5,
- * bytes read + written) and gives each path its streaming bound: the vector passes of one CGLS iteration
- * of src/solver.c (damp = 0) times their bytes, divided by that bandwidth. Per iteration, with M the
+ * bytes read + written) and gives each path its streaming bound: the vector passes of one solver iteration
+ * (CGLS below; the other solvers in the table beside `solvers[]`) times their bytes, divided by that bandwidth.
+ * Per CGLS iteration (src/solver.c, damp = 0), with M the
  * model part and D the data part of this rank:
  *   mdot(q.q, c.c)      reads q, c                  1 D + 1 M
  *   axpy x += a c       reads x, c, writes x        3 M
@@ -39,13 +45,14 @@
 
 typedef struct {
   char backend[16], sync[16], transport[16], name[64];
+  const struct bench_solver_s *solver;
   rmaop_ctx ctx;
   bench_problem prob;
   rmaop_vec x;
   double *history;
   int iterations;
   double *t_iter, *comm_share; /* per repeat */
-  double bytes_iter;           /* streaming bytes of one CGLS iteration on the busiest rank */
+  double bytes_iter;           /* streaming bytes of one solver iteration on the busiest rank */
   double bound;                /* seconds: max over ranks of local bytes / local copy bandwidth; 0: none */
 } path;
 
@@ -55,6 +62,25 @@ typedef struct {
 
 /* CGLS vector passes per iteration (see the comment at the top): model part, data part. */
 enum { CGLS_PASSES_MODEL = 10, CGLS_PASSES_DATA = 7 };
+
+/* The solvers --solver offers, with their vector passes per iteration counted the same way (src/solver.c,
+ * src/solver_krylov.c; an operator application counts one read of its input and one write of its output):
+ *   cg      A c, c.Ac, x += a c, r -= a Ac, r.r, c = r + b c                    14 M
+ *   pipecg  {r.r, w.r} + A w, z/s/p = . + b ., x += a p, r -= a s, w -= a z      22 M
+ *   lsqr    A v, u = Av - alfa u, {u.u, w.w}, u /= beta, A^H u, v = A^H u - beta v, ||v||, v /= alfa,
+ *           x += t1 w, w = v + t2 w                                              15 M + 8 D */
+typedef struct bench_solver_s {
+  const char *name, *label;
+  rmaop_status (*solve)(rmaop_op, rmaop_vec, rmaop_vec, const rmaop_solver_options *, rmaop_solver_info *);
+  int passes_model, passes_data;
+} bench_solver;
+static const bench_solver solvers[] = {
+    {"cgls", "CGLS", rmaop_solve_cgls, CGLS_PASSES_MODEL, CGLS_PASSES_DATA},
+    {"lsqr", "LSQR", rmaop_solve_lsqr, 15, 8},
+    {"cg", "CG", rmaop_solve_cg, 14, 0},
+    {"pipecg", "pipeCG", rmaop_solve_pipecg, 22, 0},
+};
+enum { NSOLVERS = sizeof solvers / sizeof solvers[0] };
 
 static int rank;
 
@@ -88,10 +114,11 @@ static double vmax(const double *v, int n) { double m = v[0]; for (int i = 1; i 
 
 static void usage(void) {
   if (rank == 0)
-    fprintf(stderr, "usage: rmaop-bench --problem deriv1d|lap2d|bdiag|vstack --n N --niter K [--backends rma,twosided]\n"
+    fprintf(stderr, "usage: rmaop-bench --problem deriv1d|lap2d|bdiag|vstack|derivspd --n N --niter K [--backends rma,twosided]\n"
                     "                   [--sync fence,pscw,lock] [--transport auto|mpi|shm|ipc] [--memory host|device]\n"
-                    "                   [--repeat R] [--json FILE]\n"
-                    "  --backends takes any of rma, twosided, nccl; a backend this library lacks is skipped.\n");
+                    "                   [--repeat R] [--solver cgls|lsqr|cg|pipecg] [--json FILE]\n"
+                    "  --backends takes any of rma, twosided, nccl; a backend this library lacks is skipped.\n"
+                    "  --solver defaults to cgls; cg and pipecg need an SPD operator (--problem derivspd).\n");
 }
 
 /* Device copy bandwidth of this rank's GPU in bytes/s: cudaMemcpy device-to-device of 1 GiB timed with
@@ -165,7 +192,7 @@ static void solve_once(path *p, int niter, int rep) {
   o.niter = niter;
   rmaop_solver_info info;
   MPI_Barrier(MPI_COMM_WORLD);
-  if (rmaop_solve_cgls(p->prob.A, p->prob.b, p->x, &o, &info) != RMAOP_OK) die("rmaop_solve_cgls", p->ctx);
+  if (p->solver->solve(p->prob.A, p->prob.b, p->x, &o, &info) != RMAOP_OK) die(p->solver->label, p->ctx);
   double t[2] = {info.time_total, info.time_comm}, tmax[2];
   MPI_Allreduce(t, tmax, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   p->t_iter[rep] = tmax[0] / (info.iterations ? info.iterations : 1);
@@ -178,15 +205,16 @@ static void solve_once(path *p, int niter, int rep) {
   rmaop_solver_info_free(&info);
 }
 
-static void write_json(const char *file, const char *problem, int64_t n, int niter, int P, path *paths, int np, int repeat,
-                       const char *memory, const double bw[3], const skipped_path *skipped, int nskipped) {
+static void write_json(const char *file, const char *problem, const char *solver_list, int64_t n, int niter, int P,
+                       path *paths, int np, int repeat, const char *memory, const double bw[3],
+                       const skipped_path *skipped, int nskipped) {
   FILE *f = fopen(file, "w");
   if (!f) {
     fprintf(stderr, "rmaop-bench: cannot write %s\n", file);
     return;
   }
-  fprintf(f, "{\"problem\": \"%s\", \"n\": %lld, \"niter\": %d, \"ranks\": %d, \"repeat\": %d, \"memory\": \"%s\", ",
-          problem, (long long)n, niter, P, repeat, memory);
+  fprintf(f, "{\"problem\": \"%s\", \"solver\": \"%s\", \"n\": %lld, \"niter\": %d, \"ranks\": %d, \"repeat\": %d, "
+             "\"memory\": \"%s\", ", problem, solver_list, (long long)n, niter, P, repeat, memory);
   if (strcmp(memory, "device") == 0)
     fprintf(f, "\"device_copy_bw_bytes_per_s\": {\"rank0\": %.6g, \"min\": %.6g, \"max\": %.6g}, "
                "\"cgls_passes_per_iter\": {\"model\": %d, \"data\": %d}, ",
@@ -203,8 +231,9 @@ static void write_json(const char *file, const char *problem, int64_t n, int nit
   fprintf(f, "], \"paths\": [");
   for (int i = 0; i < np; ++i) {
     path *p = &paths[i];
-    fprintf(f, "%s\n {\"path\": \"%s\", \"backend\": \"%s\", \"sync\": \"%s\", \"transport\": \"%s\", ", i ? "," : "",
-            p->name, p->backend, p->sync, p->transport);
+    fprintf(f, "%s\n {\"path\": \"%s\", \"solver\": \"%s\", \"backend\": \"%s\", \"sync\": \"%s\", \"transport\": \"%s\", ",
+            i ? "," : "", p->name, p->solver->name, p->backend, p->sync, p->transport);
+    fprintf(f, "\"passes_per_iter\": {\"model\": %d, \"data\": %d}, ", p->solver->passes_model, p->solver->passes_data);
     fprintf(f, "\"iter_seconds\": {\"median\": %.9g, \"min\": %.9g, \"max\": %.9g, \"all\": [", median(p->t_iter, repeat),
             vmin(p->t_iter, repeat), vmax(p->t_iter, repeat));
     for (int r = 0; r < repeat; ++r) fprintf(f, "%s%.9g", r ? ", " : "", p->t_iter[r]);
@@ -228,14 +257,14 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &P);
   char problem[32] = "deriv1d", backends[256] = "rma,twosided", syncs[256] = "fence,pscw,lock", transports[256] = "auto";
-  char memory[16] = "host";
+  char memory[16] = "host", solver_list[64] = "cgls";
   const char *json = NULL;
   int64_t n = 1 << 16;
   int niter = 20, repeat = 5;
   static struct option longopts[] = {{"problem", 1, 0, 'p'}, {"n", 1, 0, 'n'},      {"niter", 1, 0, 'k'},
                                      {"backends", 1, 0, 'b'}, {"sync", 1, 0, 's'},  {"transport", 1, 0, 't'},
                                      {"repeat", 1, 0, 'r'},  {"json", 1, 0, 'j'},   {"help", 0, 0, 'h'},
-                                     {"memory", 1, 0, 'm'},  {0, 0, 0, 0}};
+                                     {"memory", 1, 0, 'm'},  {"solver", 1, 0, 'S'}, {0, 0, 0, 0}};
   for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
     switch (c) {
     case 'p': snprintf(problem, sizeof problem, "%s", optarg); break;
@@ -247,6 +276,7 @@ int main(int argc, char **argv) {
     case 'r': repeat = atoi(optarg); break;
     case 'j': json = optarg; break;
     case 'm': snprintf(memory, sizeof memory, "%s", optarg); break;
+    case 'S': snprintf(solver_list, sizeof solver_list, "%s", optarg); break;
     default: usage(); MPI_Finalize(); return c == 'h' ? 0 : 2;
     }
   }
@@ -288,23 +318,47 @@ int main(int argc, char **argv) {
     MPI_Bcast(&bw[0], 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   }
 
+  const bench_solver *sel[NSOLVERS];
+  int nsel = 0;
+  {
+    char list[64], *items[NSOLVERS + 1];
+    snprintf(list, sizeof list, "%s", solver_list);
+    const int ni = split(list, items, NSOLVERS + 1);
+    for (int i = 0; i < ni; ++i) {
+      const bench_solver *found = NULL;
+      for (int k = 0; k < NSOLVERS; ++k)
+        if (strcmp(items[i], solvers[k].name) == 0) found = &solvers[k];
+      if (!found || nsel == NSOLVERS) {
+        if (rank == 0) fprintf(stderr, "rmaop-bench: bad --solver \"%s\" (a list of cgls, lsqr, cg, pipecg)\n", solver_list);
+        usage();
+        MPI_Finalize();
+        return 2;
+      }
+      sel[nsel++] = found;
+    }
+  }
   char *bl[MAX_PATHS], *sl[MAX_PATHS], *tl[MAX_PATHS];
   int nb = split(backends, bl, MAX_PATHS), ns = split(syncs, sl, MAX_PATHS), nt = split(transports, tl, MAX_PATHS);
   path paths[MAX_PATHS];
   int np = 0;
   memset(paths, 0, sizeof paths);
-  for (int b = 0; b < nb; ++b) {
-    int is_rma = strcmp(bl[b], "rma") == 0;
-    for (int s = 0; s < (is_rma ? ns : 1); ++s)
-      for (int t = 0; t < (is_rma ? nt : 1) && np < MAX_PATHS; ++t) {
-        path *p = &paths[np++];
-        snprintf(p->backend, sizeof p->backend, "%s", bl[b]);
-        snprintf(p->sync, sizeof p->sync, "%s", is_rma ? sl[s] : "-");
-        snprintf(p->transport, sizeof p->transport, "%s", is_rma ? tl[t] : "-");
-        if (is_rma) snprintf(p->name, sizeof p->name, "rma.%s.%s", p->sync, p->transport);
-        else snprintf(p->name, sizeof p->name, "%s", p->backend);
-      }
-  }
+  for (int v = 0; v < nsel; ++v)
+    for (int b = 0; b < nb; ++b) {
+      int is_rma = strcmp(bl[b], "rma") == 0;
+      for (int s = 0; s < (is_rma ? ns : 1); ++s)
+        for (int t = 0; t < (is_rma ? nt : 1) && np < MAX_PATHS; ++t) {
+          path *p = &paths[np++];
+          p->solver = sel[v];
+          snprintf(p->backend, sizeof p->backend, "%s", bl[b]);
+          snprintf(p->sync, sizeof p->sync, "%s", is_rma ? sl[s] : "-");
+          snprintf(p->transport, sizeof p->transport, "%s", is_rma ? tl[t] : "-");
+          char base[48];
+          if (is_rma) snprintf(base, sizeof base, "rma.%s.%s", p->sync, p->transport);
+          else snprintf(base, sizeof base, "%s", p->backend);
+          if (nsel > 1) snprintf(p->name, sizeof p->name, "%s/%s", sel[v]->name, base);
+          else snprintf(p->name, sizeof p->name, "%s", base);
+        }
+    }
   skipped_path skipped[MAX_PATHS];
   int nskipped = 0, nrun = 0;
   for (int i = 0; i < np; ++i) {
@@ -334,7 +388,8 @@ int main(int argc, char **argv) {
     rmaop_vec_info mi, di;
     if (rmaop_vec_get_info(p->prob.x_true, &mi) != RMAOP_OK || rmaop_vec_get_info(p->prob.b, &di) != RMAOP_OK)
       die("vector info", p->ctx);
-    double local[2] = {(double)(CGLS_PASSES_MODEL * mi.local_n + CGLS_PASSES_DATA * di.local_n) * (double)rmaop_dtype_size(RMAOP_F64), 0};
+    double local[2] = {(double)(p->solver->passes_model * mi.local_n + p->solver->passes_data * di.local_n) *
+                           (double)rmaop_dtype_size(RMAOP_F64), 0};
     local[1] = bw_local > 0 ? local[0] / bw_local : 0;
     double worst[2];
     MPI_Allreduce(local, worst, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -357,32 +412,39 @@ int main(int argc, char **argv) {
 
   int mismatch = 0;
   for (int i = 1; i < np; ++i) {
-    if (paths[i].iterations != paths[0].iterations) mismatch = 1;
+    int f = 0; /* the first path of the same solver: histories are compared within a solver */
+    while (paths[f].solver != paths[i].solver) ++f;
+    if (f == i) continue;
+    if (paths[i].iterations != paths[f].iterations) mismatch = 1;
     for (int k = 0; k <= paths[i].iterations && !mismatch; ++k) {
-      double a = paths[0].history[k], b = paths[i].history[k];
+      double a = paths[f].history[k], b = paths[i].history[k];
       if (fabs(a - b) > 1e-10 * fmax(fabs(a), 1e-300)) {
         if (rank == 0)
           fprintf(stderr, "rmaop-bench: FAIL: %s's residual history differs from %s's at iteration %d: %.17g vs %.17g\n",
-                  paths[i].name, paths[0].name, k, b, a);
+                  paths[i].name, paths[f].name, k, b, a);
         mismatch = 1;
       }
     }
   }
   if (rank == 0) {
-    printf("rmaop-bench: problem %s, n %lld, %d ranks, CGLS %d iterations, %d repeats (interleaved), memory %s\n",
-           problem, (long long)n, P, niter, repeat, memory);
+    printf("rmaop-bench: problem %s, n %lld, %d ranks, solver %s, %d iterations, %d repeats (interleaved), memory %s\n",
+           problem, (long long)n, P, solver_list, niter, repeat, memory);
     if (on_device) {
       if (bw[1] > 0)
         printf("device copy bandwidth: %.1f GB/s on rank 0 (ranks: %.1f .. %.1f GB/s); cudaMemcpy D2D 1 GiB, CUDA events, "
                "median of 5, bytes read + written\n", 1e-9 * bw[0], 1e-9 * bw[1], 1e-9 * bw[2]);
       else
         printf("device copy bandwidth: not measured on every rank (see stderr); no streaming bound\n");
-      printf("streaming bound = CGLS bytes per iteration (%d model + %d data vector passes x 8 B x local_n, busiest rank) "
-             "/ that rank's copy bandwidth\n", CGLS_PASSES_MODEL, CGLS_PASSES_DATA);
+      for (int v = 0; v < nsel; ++v)
+        printf("streaming bound = %s bytes per iteration (%d model + %d data vector passes x 8 B x local_n, busiest "
+               "rank) / that rank's copy bandwidth\n", sel[v]->label, sel[v]->passes_model, sel[v]->passes_data);
     }
     for (int i = 0; i < nskipped; ++i) printf("skipped: %-22s %s\n", skipped[i].name, skipped[i].why);
-    printf("final residual %.6e (history[0] %.6e); histories %s across paths (rel 1e-10)\n",
-           paths[0].history[paths[0].iterations], paths[0].history[0], mismatch ? "DIFFER" : "agree");
+    for (int i = 0; i < np; ++i)
+      if (i == 0 || paths[i].solver != paths[i - 1].solver)
+        printf("%s: %d iterations, final residual %.6e (history[0] %.6e)\n", paths[i].solver->label,
+               paths[i].iterations, paths[i].history[paths[i].iterations], paths[i].history[0]);
+    printf("histories %s across the paths of each solver (rel 1e-10)\n", mismatch ? "DIFFER" : "agree");
     printf("%-22s %12s %12s %12s %8s %8s", "path", "median us/it", "min us/it", "max us/it", "comm %", "ratio");
     if (on_device) printf(" %12s %12s %11s", "MB/it", "bound us/it", "meas/bound");
     printf("\n");
@@ -397,7 +459,7 @@ int main(int argc, char **argv) {
         printf(" %12.3f %12s %11s", 1e-6 * p->bytes_iter, "-", "-");
       printf("\n");
     }
-    if (json) write_json(json, problem, n, niter, P, paths, np, repeat, memory, bw, skipped, nskipped);
+    if (json) write_json(json, problem, solver_list, n, niter, P, paths, np, repeat, memory, bw, skipped, nskipped);
   }
   for (int i = 0; i < np; ++i) {
     bench_problem_free(&paths[i].prob);

@@ -1,9 +1,7 @@
 /* Krylov solvers with PyLops' recurrences (pylops.optimization.cls_basic CG and CGLS; Hestenes & Stiefel
  * 1952), so residual histories can be compared number for number. The dot products of one iteration go
  * through one fused reduction at each of the recurrences' two synchronization points. */
-#include "rmaop_impl.h"
-
-#include <math.h>
+#include "solver_impl.h"
 
 void rmaop_solver_options_init(rmaop_solver_options *opts) {
   if (!opts) return;
@@ -15,41 +13,6 @@ void rmaop_solver_info_free(rmaop_solver_info *info) {
   if (!info) return;
   free(info->history);
   info->history = NULL;
-}
-
-typedef struct {
-  rmaop_ctx ctx;
-  double t0, comm0;
-  rmaop_solver_info *info;
-} solve_clock;
-
-static rmaop_status solver_start(const char *fn, rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o,
-                                 rmaop_solver_info *info, solve_clock *clk) {
-  RMAOP_REQUIRE(NULL, A != NULL, RMAOP_ERR_ARG, "%s: operator is NULL", fn);
-  rmaop_ctx ctx = A->ctx;
-  RMAOP_REQUIRE(ctx, y != NULL && x != NULL, RMAOP_ERR_ARG, "%s: %s is NULL", fn, y ? "x" : "y");
-  RMAOP_REQUIRE(ctx, o != NULL && info != NULL, RMAOP_ERR_ARG, "%s: %s is NULL", fn, o ? "info" : "options");
-  RMAOP_REQUIRE(ctx, o->niter >= 0, RMAOP_ERR_ARG, "%s: niter = %d is negative", fn, o->niter);
-  RMAOP_REQUIRE(ctx, o->tol >= 0 && isfinite(o->tol) && o->damp >= 0 && isfinite(o->damp), RMAOP_ERR_ARG,
-                "%s: tol = %g and damp = %g must be finite and non-negative", fn, o->tol, o->damp);
-  memset(info, 0, sizeof *info);
-  RMAOP_CHECK(rmaop__calloc(ctx, (size_t)o->niter + 1, sizeof(double), "residual history", (void **)&info->history));
-  *clk = (solve_clock){ctx, rmaop__wtime(), ctx->comm_time, info};
-  return RMAOP_OK;
-}
-
-static void solver_stop(solve_clock *clk) {
-  clk->info->time_total = rmaop__wtime() - clk->t0;
-  clk->info->time_comm = clk->ctx->comm_time - clk->comm0;
-}
-
-static rmaop_status initial_x(rmaop_vec x, const rmaop_solver_options *o) {
-  return o->x0 ? rmaop_vec_copy(o->x0, x) : rmaop_vec_set(x, 0.0);
-}
-
-static rmaop_status after_iteration(const rmaop_solver_options *o, rmaop_solver_info *info, double res, rmaop_vec x) {
-  info->history[++info->iterations] = res;
-  return o->callback ? o->callback(o->user, info->iterations, res, x) : RMAOP_OK;
 }
 
 rmaop_status rmaop_solve_cg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o, rmaop_solver_info *info) {

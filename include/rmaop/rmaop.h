@@ -565,6 +565,10 @@ typedef struct {
  *  elements. The plan is borrowed and must outlive the operator. Collective (the reversed plan is made). */
 rmaop_status rmaop_op_create_shell(rmaop_layout model, rmaop_layout data, rmaop_dtype dtype, rmaop_plan plan,
                                    const rmaop_shell_ops *ops, rmaop_op *A);
+/** Diagonal operator (PyLops Diagonal): y = d .* x, adjoint x = conj(d) .* y, model = data = d's layout.
+ *  @p d is copied (and conjugated once for the adjoint), so it may be changed or freed afterwards; its memory
+ *  kind is the context's. No communication. Not collective. @return RMAOP_ERR_ARG for a NULL argument. */
+rmaop_status rmaop_op_create_diagonal(rmaop_vec d, rmaop_op *A);
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Solvers                                                                                          */
@@ -573,7 +577,8 @@ rmaop_status rmaop_op_create_shell(rmaop_layout model, rmaop_layout data, rmaop_
 typedef enum {
   RMAOP_REASON_NITER = 0,    /**< ran niter iterations */
   RMAOP_REASON_TOL,          /**< ||r||^2 fell to tol (PyLops: kold <= tol) */
-  RMAOP_REASON_BREAKDOWN     /**< a zero denominator; x is the last finite iterate */
+  RMAOP_REASON_BREAKDOWN,    /**< a zero denominator; x is the last finite iterate */
+  RMAOP_REASON_CONLIM        /**< LSQR: the estimate of cond(A) exceeded conlim, or 1/eps (PyLops istop 3, 6) */
 } rmaop_reason;
 
 typedef struct {
@@ -584,6 +589,14 @@ typedef struct {
   /** Called after each iteration with the residual norm; a non-OK return stops the solver with it. */
   rmaop_status (*callback)(void *user, int iteration, double residual, rmaop_vec x);
   void *user;
+  /* rmaop_solve_lsqr only (PyLops LSQR's atol, btol, conlim): 0 means PyLops' default (1e-8, 1e-8, 1e8), a
+   * negative value switches that test off (PyLops' 0). Other solvers ignore them. */
+  double atol;
+  double btol;
+  double conlim;
+  /** rmaop_solve_pipecg only: every k-th iteration recomputes r = y - A x, w = A r, s = A p, z = A s from
+   *  their definitions (4 extra operator applications) to stop the recurrences drifting; 0: never. */
+  int residual_replacement;
 } rmaop_solver_options;
 
 typedef struct {
@@ -600,6 +613,36 @@ void rmaop_solver_info_free(rmaop_solver_info *info);
 rmaop_status rmaop_solve_cg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *opts, rmaop_solver_info *info);
 /** CGLS with damping (PyLops CGLS recurrences; history[0] = ||y - A x0||). Collective. */
 rmaop_status rmaop_solve_cgls(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *opts, rmaop_solver_info *info);
+/* ---- LSQR and pipelined CG (src/solver_krylov.c) ---- */
+/**
+ * LSQR with damping (Paige & Saunders 1982; PyLops LSQR recurrences): minimizes ||y - A x||^2 + damp^2 ||x||^2.
+ * Collective (every rank of A's context, same options).
+ * @param [in]  A     operator; y on its data layout, x on its model layout, all of A's dtype
+ * @param [out] x     the solution (starts from opts->x0, or zero)
+ * @param [in]  opts  niter, damp, x0, callback; atol, btol, conlim as in PyLops (0: PyLops' defaults, < 0: off).
+ *                    tol is not used (PyLops' LSQR has none; it must still be >= 0).
+ * @param [out] info  history[0] = ||y - A x0||, history[k] = PyLops' r1norm estimate of ||y - A x_k|| (its cost);
+ *                    reason TOL for PyLops istop 1, 2, 4, 5 (and 0: A^H (y - A x0) = 0, no iteration), CONLIM for
+ *                    istop 3, 6, NITER when none fired, BREAKDOWN for a zero rotation (rho or gamma = 0).
+ * Two fused reductions per iteration: {||u||^2, ||w||^2} and ||v||^2 (the recurrence needs beta before alfa).
+ * @return RMAOP_ERR_ARG naming a bad argument (NULL, niter < 0, non-finite atol/btol/conlim, mismatched layouts
+ *         or dtypes, found by the first vector operation), or a communication error; the callback's error.
+ */
+rmaop_status rmaop_solve_lsqr(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *opts, rmaop_solver_info *info);
+/**
+ * Pipelined conjugate gradient for Hermitian positive definite A (Ghysels & Vanroose 2014, Alg. 4,
+ * unpreconditioned). Each iteration has ONE non-blocking fused reduction {r.r, w.r}, and the operator
+ * application q = A w runs between its begin and its wait, hiding the reduction's latency behind the matvec.
+ * Collective. Options: niter, tol (stop when r.r <= tol, as rmaop_solve_cg), x0, callback, residual_replacement.
+ * history[k] = ||r_k|| (the recurrence's residual, the same quantity as rmaop_solve_cg's: the two agree to
+ * rounding on well-conditioned problems). Costs niter + 1 operator applications (+1 with x0) and 3 more vectors
+ * than CG. The callback for iteration k runs once ||r_k|| is known, i.e. after the next reduction.
+ * Overlap on the rma backend: the reduction's epoch stays open across the matvec (begin puts the partials,
+ * the wait closes the epoch), unless A itself reduces (a vstack's adjoint, an hstack): then the operator's
+ * reduction completes the pending one first (one reduction in flight per context) and nothing overlaps.
+ * @return as rmaop_solve_lsqr(); RMAOP_ERR_ARG for residual_replacement < 0.
+ */
+rmaop_status rmaop_solve_pipecg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *opts, rmaop_solver_info *info);
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Trace                                                                                            */
