@@ -44,10 +44,7 @@ rmaop_status rmaop_op_get_info(rmaop_op A, rmaop_op_info *info) {
   return RMAOP_OK;
 }
 
-static int layout_fits(rmaop_layout l, rmaop_vec v) {
-  return v->layout == l || (v->layout->kind == l->kind && v->layout->global_n == l->global_n &&
-                            v->local_n == l->sizes[l->ctx->rank]);
-}
+static int layout_fits(rmaop_layout l, rmaop_vec v) { return rmaop__layout_compatible(l, v->layout); }
 
 static rmaop_status check_operands(rmaop_op A, const char *fn, rmaop_vec in, rmaop_layout in_l, const char *in_name,
                                    rmaop_vec out, rmaop_layout out_l, const char *out_name) {
@@ -192,7 +189,7 @@ static int collect_leaves(rmaop_op A, rmaop_op *leaves, int *n, int max) {
 
 /* The parts can be begun together when no leaf operator occurs twice (an operator has one execution
  * state: 2 D + D must run its parts one after the other). */
-static int parts_independent(int n, const rmaop_op ops[]) {
+int rmaop__op_parts_independent(int n, const rmaop_op ops[]) {
   enum { MAX_LEAVES = 256 };
   rmaop_op leaves[MAX_LEAVES];
   int nl = 0;
@@ -204,13 +201,7 @@ static int parts_independent(int n, const rmaop_op ops[]) {
   return 1;
 }
 
-static int same_layout(rmaop_layout a, rmaop_layout b) {
-  if (a == b) return 1;
-  if (a->kind != b->kind || a->global_n != b->global_n || a->ctx != b->ctx) return 0;
-  for (int p = 0; p < a->ctx->size; ++p)
-    if (a->sizes[p] != b->sizes[p]) return 0;
-  return 1;
-}
+static int same_layout(rmaop_layout a, rmaop_layout b) { return rmaop__layout_same(a, b); }
 
 rmaop_status rmaop_op_create_sum(int n, const rmaop_op ops[], rmaop_op *out) {
   RMAOP_REQUIRE(NULL, n >= 1 && ops != NULL && ops[0] != NULL, RMAOP_ERR_ARG,
@@ -234,7 +225,7 @@ rmaop_status rmaop_op_create_sum(int n, const rmaop_op ops[], rmaop_op *out) {
     return st;
   }
   s->tmp_model = s->tmp_data + n;
-  s->overlap = parts_independent(n, ops);
+  s->overlap = rmaop__op_parts_independent(n, ops);
   for (int i = 0; i < n; ++i) {
     s->ops[i] = ops[i];
     ops[i]->refs++;
@@ -404,6 +395,16 @@ static double hash_unit(unsigned seed, int64_t i, int part) {
 /* Fills v with deterministic values by global index: the same values in host and device memory (those
  * are made on the host and copied over; synchronizes). */
 rmaop_status rmaop__vec_fill_random(rmaop_vec v, unsigned seed) {
+  /* A stacked vector: part by part (each by its own global index, a seed per part), so a BROADCAST part
+   * holds the same values on every rank. */
+  if (v->layout->kind == RMAOP_LAYOUT_STACKED) {
+    for (int i = 0; i < v->layout->nparts; ++i) {
+      struct rmaop_vec_s part;
+      rmaop__vec_part_view(v, i, &part);
+      RMAOP_CHECK(rmaop__vec_fill_random(&part, seed + 104729u * (unsigned)i));
+    }
+    return RMAOP_OK;
+  }
   const int64_t off = v->layout->offsets[v->ctx->rank];
   void *data = v->data;
 #ifdef RMAOP_HAVE_CUDA

@@ -145,6 +145,12 @@ struct rmaop_layout_s {
   int64_t global_n;
   int64_t *sizes;   /* [size] local sizes (all equal to global_n for BROADCAST) */
   int64_t *offsets; /* [size] */
+  /* RMAOP_LAYOUT_STACKED (src/layout.c): the part layouts (references held; never stacked themselves) and
+   * where part i starts in this rank's local array (the parts' local arrays, concatenated in order).
+   * sizes[] are the per-rank sums; offsets[] the rank-major prefix sums of sizes[]. */
+  int nparts;
+  rmaop_layout *parts;
+  int64_t *part_off; /* [nparts] */
 };
 
 struct rmaop_vec_s {
@@ -154,6 +160,8 @@ struct rmaop_vec_s {
   rmaop_memory memory;
   int64_t local_n;
   void *data;
+  int refs;          /* views (rmaop_vec_stack_part) keep their parent's memory alive */
+  rmaop_vec parent;  /* a view: the stacked vector whose memory it aliases (NULL otherwise) */
 };
 
 /* A plan, after creation. All transfers are in elements.
@@ -295,8 +303,27 @@ struct rmaop_op_s {
 rmaop_status rmaop__op_new(rmaop_ctx ctx, const char *name, rmaop_dtype dtype, rmaop_layout model, rmaop_layout data,
                            const rmaop__op_ops *ops, void *impl, rmaop_op *out);
 
+/* ---- stacked layouts and vectors (src/layout.c, src/vec.c) ------------------------------------- */
+
+/* Same distribution on this rank: kind, global size, this rank's size, and for STACKED the same parts
+ * (compared likewise). Not collective; what the vector operations require. */
+int rmaop__layout_compatible(rmaop_layout a, rmaop_layout b);
+/* Same distribution on every rank (all ranks' sizes compared): what composing operators requires. */
+int rmaop__layout_same(rmaop_layout a, rmaop_layout b);
+/* Every rank holds the whole vector: BROADCAST, or STACKED of BROADCAST parts only. */
+int rmaop__layout_replicated(rmaop_layout l);
+/* "scatter", "broadcast", "stacked". */
+const char *rmaop__layout_kind_name(rmaop_layout_kind kind);
+/* Fills *view as part i of the stacked vector v (0 <= i < nparts, not checked): the part's layout
+ * (borrowed), v's memory at the part's offset. Takes no reference: for views that live while v is
+ * being used (an operator's application). rmaop_vec_stack_part() makes the owning kind. */
+void rmaop__vec_part_view(rmaop_vec v, int i, struct rmaop_vec_s *view);
+
 /* Deterministic pseudo-random values by global index (dot tests, benchmarks). */
 rmaop_status rmaop__vec_fill_random(rmaop_vec v, unsigned seed);
+/* 1 when no leaf operator occurs twice among ops (their applications may be begun together; an operator
+ * has one execution state, so 2 D + D must run its parts one after the other). */
+int rmaop__op_parts_independent(int n, const rmaop_op ops[]);
 
 /* ---- trace ------------------------------------------------------------------------------------- */
 

@@ -23,9 +23,13 @@ static rmaop_status check_vec(rmaop_ctx ctx, const char *fn, const char *name, r
   return RMAOP_OK;
 }
 
-static int layouts_match(rmaop_vec x, rmaop_vec y) {
-  return x->layout == y->layout || (x->layout->kind == y->layout->kind && x->layout->global_n == y->layout->global_n &&
-                                    x->local_n == y->local_n);
+static int layouts_match(rmaop_vec x, rmaop_vec y) { return rmaop__layout_compatible(x->layout, y->layout); }
+
+/* "scatter", "broadcast" or "stacked (3 parts)", for messages. */
+static const char *describe(rmaop_layout l, char *buf, size_t n) {
+  if (l->kind != RMAOP_LAYOUT_STACKED) return rmaop__layout_kind_name(l->kind);
+  snprintf(buf, n, "stacked (%d parts)", l->nparts);
+  return buf;
 }
 
 /* Two vectors can be combined when they live in one context with the same dtype and distribution. */
@@ -36,10 +40,14 @@ static rmaop_status check_pair(const char *fn, const char *xn, rmaop_vec x, cons
   RMAOP_REQUIRE(ctx, x->ctx == y->ctx, RMAOP_ERR_ARG, "%s: %s and %s belong to different contexts", fn, xn, yn);
   RMAOP_REQUIRE(ctx, x->dtype == y->dtype, RMAOP_ERR_ARG, "%s: %s is %s but %s is %s", fn, xn,
                 rmaop_dtype_name(x->dtype), yn, rmaop_dtype_name(y->dtype));
-  RMAOP_REQUIRE(ctx, layouts_match(x, y), RMAOP_ERR_ARG, "%s: layouts differ: %s has %lld of %lld elements here (%s), %s has %lld of %lld (%s)", fn,
-                xn, (long long)x->local_n, (long long)x->layout->global_n,
-                x->layout->kind == RMAOP_LAYOUT_SCATTER ? "scatter" : "broadcast", yn, (long long)y->local_n,
-                (long long)y->layout->global_n, y->layout->kind == RMAOP_LAYOUT_SCATTER ? "scatter" : "broadcast");
+  char dx[32], dy[32];
+  RMAOP_REQUIRE(ctx, layouts_match(x, y), RMAOP_ERR_ARG,
+                "%s: layouts differ: %s has %lld of %lld elements here (%s), %s has %lld of %lld (%s)%s", fn, xn,
+                (long long)x->local_n, (long long)x->layout->global_n, describe(x->layout, dx, sizeof dx), yn,
+                (long long)y->local_n, (long long)y->layout->global_n, describe(y->layout, dy, sizeof dy),
+                x->layout->kind == RMAOP_LAYOUT_STACKED && y->layout->kind == RMAOP_LAYOUT_STACKED
+                    ? "; the stacked parts differ in number, kind or size"
+                    : "");
   return RMAOP_OK;
 }
 
@@ -83,6 +91,7 @@ rmaop_status rmaop_vec_create(rmaop_layout layout, rmaop_dtype dtype, rmaop_vec 
   v->dtype = dtype;
   v->memory = ctx->memory;
   v->local_n = n;
+  v->refs = 1;
   *out = v;
   return RMAOP_OK;
 }
@@ -95,7 +104,14 @@ rmaop_status rmaop_vec_duplicate(rmaop_vec x, rmaop_vec *out) {
 void rmaop_vec_destroy(rmaop_vec *pv) {
   if (!pv || !*pv) return;
   rmaop_vec v = *pv;
+  *pv = NULL;
+  if (--v->refs > 0) return; /* views of it still use its memory */
   rmaop_layout_destroy(&v->layout);
+  if (v->parent) { /* a view: the memory is the parent's */
+    rmaop_vec_destroy(&v->parent);
+    free(v);
+    return;
+  }
 #ifdef RMAOP_HAVE_CUDA
   if (ON_DEVICE(v)) {
     rmaop__dev_sync(v->ctx); /* kernels still using the memory finish first */
@@ -104,7 +120,36 @@ void rmaop_vec_destroy(rmaop_vec *pv) {
 #endif
     free(v->data);
   free(v);
-  *pv = NULL;
+}
+
+/* ---- stacked vectors: part views ---- */
+
+void rmaop__vec_part_view(rmaop_vec v, int i, struct rmaop_vec_s *view) {
+  const rmaop_layout part = v->layout->parts[i];
+  *view = (struct rmaop_vec_s){.ctx = v->ctx,
+                               .layout = part,
+                               .dtype = v->dtype,
+                               .memory = v->memory,
+                               .local_n = part->sizes[v->ctx->rank],
+                               .data = (char *)v->data + v->layout->part_off[i] * (int64_t)rmaop_dtype_size(v->dtype)};
+}
+
+rmaop_status rmaop_vec_stack_part(rmaop_vec v, int i, rmaop_vec *out) {
+  RMAOP_CHECK(check_vec(NULL, "rmaop_vec_stack_part", "v", v));
+  RMAOP_REQUIRE(v->ctx, out != NULL, RMAOP_ERR_ARG, "rmaop_vec_stack_part: part (output) is NULL");
+  RMAOP_REQUIRE(v->ctx, v->layout->kind == RMAOP_LAYOUT_STACKED, RMAOP_ERR_ARG,
+                "rmaop_vec_stack_part: v is %s, not stacked", rmaop__layout_kind_name(v->layout->kind));
+  RMAOP_REQUIRE(v->ctx, i >= 0 && i < v->layout->nparts, RMAOP_ERR_ARG,
+                "rmaop_vec_stack_part: part index %d is outside [0, %d)", i, v->layout->nparts);
+  rmaop_vec view = NULL;
+  RMAOP_CHECK(rmaop__calloc(v->ctx, 1, sizeof *view, "vector view", (void **)&view));
+  rmaop__vec_part_view(v, i, view);
+  view->refs = 1;
+  view->layout->refs++;
+  view->parent = v;
+  v->refs++;
+  *out = view;
+  return RMAOP_OK;
 }
 
 rmaop_status rmaop_vec_get_info(rmaop_vec v, rmaop_vec_info *info) {
@@ -234,23 +279,22 @@ rmaop_status rmaop_vec_pointwise_mult(rmaop_vec w, rmaop_vec x, rmaop_vec y) {
 
 /* ---- reductions ---- */
 
-/* Local part of sum conj(x_i) y_i, accumulated in double: out[0] real, out[1] imaginary part. */
-static void local_dot(rmaop_vec x, rmaop_vec y, double out[2]) {
-  const int64_t n = x->local_n;
+/* sum conj(a_i) b_i over n host elements, accumulated in double: out[0] real, out[1] imaginary part. */
+static void host_dot(rmaop_dtype dt, const void *av, const void *bv, int64_t n, double out[2]) {
   double re = 0.0, im = 0.0;
-  switch (x->dtype) {
+  switch (dt) {
   case RMAOP_F32: {
-    const float *a = x->data, *b = y->data;
+    const float *a = av, *b = bv;
     for (int64_t i = 0; i < n; ++i) re += (double)a[i] * (double)b[i];
   } break;
   case RMAOP_F64: {
-    const double *a = x->data, *b = y->data;
+    const double *a = av, *b = bv;
     for (int64_t i = 0; i < n; ++i) re += a[i] * b[i];
   } break;
   case RMAOP_C64:
   case RMAOP_C128:
-    RMAOP__FOR_DTYPE(x->dtype, {
-      const T *a = x->data, *b = y->data;
+    RMAOP__FOR_DTYPE(dt, {
+      const T *a = av, *b = bv;
       for (int64_t i = 0; i < n; ++i) {
         const double ar = creal(a[i]), ai = cimag(a[i]), br = creal(b[i]), bi = cimag(b[i]);
         re += ar * br + ai * bi; /* conj(a) * b */
@@ -263,20 +307,64 @@ static void local_dot(rmaop_vec x, rmaop_vec y, double out[2]) {
   out[1] = im;
 }
 
-/* The local parts of n dots into partials[2k], [2k+1]. On the device the pairs that share a dtype and a
- * length go through one kernel (one host round trip for a solver's fused dots). */
-static rmaop_status local_dots(int n, const rmaop_vec x[], const rmaop_vec y[], double *partials) {
+/* The local dot of elements [off, off + n) of x and y, on the host or the device (synchronizes). */
+static rmaop_status range_dot(rmaop_vec x, rmaop_vec y, int64_t off, int64_t n, double out[2]) {
+  const int64_t es = (int64_t)rmaop_dtype_size(x->dtype);
+  const void *a = (const char *)x->data + off * es, *b = (const char *)y->data + off * es;
+  if (ON_DEVICE(x)) return DEV(rmaop__dev_dots(x->ctx, x->dtype, 1, &a, &b, n, out));
+  host_dot(x->dtype, a, b, n, out);
+  return RMAOP_OK;
+}
+
+/* A stacked layout with a BROADCAST part and a SCATTER part: on ranks other than 0 its dot must skip the
+ * BROADCAST parts (rank 0 counts them), so it is summed part run by part run. */
+static int stacked_mixed(rmaop_layout l) {
+  return l->kind == RMAOP_LAYOUT_STACKED && !rmaop__layout_replicated(l);
+}
+
+/* This rank's share of a stacked dot without the BROADCAST parts: the runs of consecutive SCATTER parts,
+ * in order (deterministic). */
+static rmaop_status scatter_parts_dot(rmaop_vec x, rmaop_vec y, double out[2]) {
+  const rmaop_layout l = x->layout;
+  out[0] = out[1] = 0.0;
+  for (int i = 0; i < l->nparts;) {
+    if (l->parts[i]->kind != RMAOP_LAYOUT_SCATTER) {
+      ++i;
+      continue;
+    }
+    const int64_t off = l->part_off[i];
+    while (i < l->nparts && l->parts[i]->kind == RMAOP_LAYOUT_SCATTER) ++i;
+    const int64_t end = i < l->nparts ? l->part_off[i] : x->local_n;
+    double run[2];
+    RMAOP_CHECK(range_dot(x, y, off, end - off, run));
+    out[0] += run[0];
+    out[1] += run[1];
+  }
+  return RMAOP_OK;
+}
+
+/* The local parts of n dots into partials[2k], [2k+1]. `skip_replicated`: this rank leaves out what every
+ * rank holds whole (BROADCAST vectors and stacked BROADCAST parts), which rank 0 counts once. On the
+ * device the pairs that share a dtype and a length go through one kernel (one host round trip for a
+ * solver's fused dots); a mixed stacked pair on a rank that skips takes one round trip per run of parts. */
+static rmaop_status local_dots(int n, const rmaop_vec x[], const rmaop_vec y[], double *partials, int skip_replicated) {
   int k = 0;
   while (k < n) {
+    if (skip_replicated && stacked_mixed(x[k]->layout)) {
+      RMAOP_CHECK(scatter_parts_dot(x[k], y[k], partials + 2 * k));
+      ++k;
+      continue;
+    }
     if (!ON_DEVICE(x[k])) {
-      local_dot(x[k], y[k], partials + 2 * k);
+      host_dot(x[k]->dtype, x[k]->data, y[k]->data, x[k]->local_n, partials + 2 * k);
       ++k;
       continue;
     }
 #ifdef RMAOP_HAVE_CUDA
     const void *xs[8], *ys[8];
     int m = 0;
-    while (k + m < n && m < 8 && x[k + m]->dtype == x[k]->dtype && x[k + m]->local_n == x[k]->local_n) {
+    while (k + m < n && m < 8 && x[k + m]->dtype == x[k]->dtype && x[k + m]->local_n == x[k]->local_n &&
+           !(skip_replicated && stacked_mixed(x[k + m]->layout))) {
       xs[m] = x[k + m]->data;
       ys[m] = y[k + m]->data;
       ++m;
@@ -285,6 +373,8 @@ static rmaop_status local_dots(int n, const rmaop_vec x[], const rmaop_vec y[], 
     k += m;
 #endif
   }
+  for (int j = 0; j < n && skip_replicated; ++j)
+    if (rmaop__layout_replicated(x[j]->layout)) partials[2 * j] = partials[2 * j + 1] = 0.0;
   return RMAOP_OK;
 }
 
@@ -323,16 +413,14 @@ static rmaop_status mdot_local(int n, const rmaop_vec x[], const rmaop_vec y[], 
       return RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_vec_mdot: %s belongs to another context than x[0]", xn);
     }
   }
-  RMAOP_CHECK(local_dots(n, x, y, partials));
-  /* Pairs may mix layout kinds. Every rank holds a BROADCAST pair whole: only rank 0 contributes its
-   * dot to the sum, so the reduction serves both kinds at once. All BROADCAST: no communication. */
-  int all_broadcast = 1;
-  for (int k = 0; k < n; ++k) {
-    if (x[k]->layout->kind != RMAOP_LAYOUT_BROADCAST) all_broadcast = 0;
-  }
-  for (int k = 0; k < n && !all_broadcast; ++k)
-    if (x[k]->layout->kind == RMAOP_LAYOUT_BROADCAST && ctx->rank != 0) partials[2 * k] = partials[2 * k + 1] = 0.0;
-  *local_only = all_broadcast;
+  /* Pairs may mix layout kinds. Every rank holds a BROADCAST vector (or stacked part) whole: only rank 0
+   * contributes its dot to the sum, so one reduction serves every kind at once (PyLops-MPI counts a
+   * broadcast array once). All replicated: no communication. */
+  int all_replicated = 1;
+  for (int k = 0; k < n; ++k)
+    if (!rmaop__layout_replicated(x[k]->layout)) all_replicated = 0;
+  RMAOP_CHECK(local_dots(n, x, y, partials, !all_replicated && ctx->rank != 0));
+  *local_only = all_replicated;
   return RMAOP_OK;
 }
 
@@ -369,12 +457,13 @@ rmaop_status rmaop_vec_norm2(rmaop_vec x, double *r) {
   RMAOP_CHECK(check_vec(NULL, "rmaop_vec_norm2", "x", x));
   rmaop_status local = RMAOP_OK;
   double part[2] = {0.0, 0.0};
+  const int replicated = rmaop__layout_replicated(x->layout);
   if (r == NULL) local = RMAOP_ERROR(x->ctx, RMAOP_ERR_ARG, "rmaop_vec_norm2: result r is NULL");
-  else local = local_dots(1, &x, &x, part);
+  else local = local_dots(1, &x, &x, part, !replicated && x->ctx->rank != 0);
   rmaop_request req = NULL;
   x->ctx->defer_next = 1; /* waited at once: the backend may reduce blocking */
-  rmaop_status st = rmaop__reduce_flagged_begin(x->ctx, local, part, 1, RMAOP_SUM, "norm2",
-                                                x->layout->kind == RMAOP_LAYOUT_BROADCAST, finish_norm, r, 1, &req);
+  rmaop_status st = rmaop__reduce_flagged_begin(x->ctx, local, part, 1, RMAOP_SUM, "norm2", replicated, finish_norm,
+                                                r, 1, &req);
   x->ctx->defer_next = 0;
   RMAOP_CHECK(st);
   return rmaop_request_wait(&req);
@@ -426,8 +515,33 @@ static rmaop_status io_host(rmaop_vec v, int fill, void **host) {
   return RMAOP_OK;
 }
 
+/* Gather / scatter of a stacked vector: part by part, each into its slice of the global buffer (PyLops-MPI
+ * StackedDistributedArray.asarray concatenates the parts' global arrays). The arguments are agreed on
+ * first, so a bad root or buffer fails every rank before any part moves. */
+static rmaop_status stacked_io(rmaop_vec v, int root, const void *global, int gather) {
+  const char *fn = gather ? "rmaop_vec_gather" : "rmaop_vec_scatter";
+  rmaop_ctx ctx = v->ctx;
+  rmaop_status st = RMAOP_OK;
+  if (root < 0 || root >= ctx->size)
+    st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: root %d is outside [0, %d)", fn, root, ctx->size);
+  else if (ctx->rank == root && global == NULL && v->layout->global_n > 0)
+    st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: the global buffer is NULL on the root", fn);
+  RMAOP_CHECK(rmaop__agree(ctx, st, fn));
+  const size_t es = rmaop_dtype_size(v->dtype);
+  int64_t goff = 0;
+  for (int i = 0; i < v->layout->nparts; ++i) {
+    struct rmaop_vec_s part;
+    rmaop__vec_part_view(v, i, &part);
+    char *slice = ctx->rank == root ? (char *)global + (size_t)goff * es : NULL;
+    RMAOP_CHECK(gather ? rmaop_vec_gather(&part, root, slice) : rmaop_vec_scatter(&part, root, slice));
+    goff += part.layout->global_n;
+  }
+  return RMAOP_OK;
+}
+
 rmaop_status rmaop_vec_gather(rmaop_vec v, int root, void *global) {
   RMAOP_CHECK(check_vec(NULL, "rmaop_vec_gather", "vec", v));
+  if (v->layout->kind == RMAOP_LAYOUT_STACKED) return stacked_io(v, root, global, 1);
   rmaop_ctx ctx = v->ctx;
   int *counts = NULL, *displs = NULL;
   void *local = NULL;
@@ -449,6 +563,7 @@ out:
 
 rmaop_status rmaop_vec_scatter(rmaop_vec v, int root, const void *global) {
   RMAOP_CHECK(check_vec(NULL, "rmaop_vec_scatter", "vec", v));
+  if (v->layout->kind == RMAOP_LAYOUT_STACKED) return stacked_io(v, root, global, 0);
   rmaop_ctx ctx = v->ctx;
   int *counts = NULL, *displs = NULL;
   void *local = NULL;

@@ -11,3 +11,6 @@ rmaop_add_mpi_test(NAME halo SOURCES mpi/test_halo.c NP 1 2 3 4 BACKENDS rma two
 # SUMMA's grid is floor(sqrt(P))^2: 9 oversubscribed ranks give a 3 x 3 grid (one fast variant set).
 rmaop_add_mpi_test(NAME matmul SOURCES mpi/test_matmul.c NP 1 2 3 4 BACKENDS rma twosided)
 rmaop_add_mpi_test(NAME matmul_summa9 SOURCES mpi/test_matmul.c NP 9 BACKENDS rma twosided SYNCS fence TRANSPORTS shm)
+# test_stacked: stacked layouts/vectors (dots count BROADCAST parts once, views, gather/scatter) and the stacked
+# vstack / block-diagonal operators (parts applied alone, dot tests, CGLS vs serial), argument errors.
+rmaop_add_mpi_test(NAME stacked SOURCES mpi/test_stacked.c NP 1 2 3 4 BACKENDS rma twosided)

@@ -60,7 +60,11 @@ typedef enum {
   RMAOP_TRANSPORT_IPC,
   RMAOP_TRANSPORT_SELF /**< reported for a rank's own entry (local copies); not accepted as a choice */
 } rmaop_transport;
-typedef enum { RMAOP_LAYOUT_SCATTER = 0, RMAOP_LAYOUT_BROADCAST } rmaop_layout_kind;
+typedef enum {
+  RMAOP_LAYOUT_SCATTER = 0,
+  RMAOP_LAYOUT_BROADCAST,
+  RMAOP_LAYOUT_STACKED /**< a list of layouts (rmaop_layout_create_stacked); not accepted by rmaop_layout_create */
+} rmaop_layout_kind;
 
 /** Bytes of one element of @p dtype (0 for an invalid dtype). */
 size_t rmaop_dtype_size(rmaop_dtype dtype);
@@ -174,6 +178,34 @@ typedef struct {
 rmaop_status rmaop_layout_get_info(rmaop_layout layout, rmaop_layout_info *info);
 /** Local size and offset of @p rank. Not collective. */
 rmaop_status rmaop_layout_rank_range(rmaop_layout layout, int rank, int64_t *local_n, int64_t *offset);
+
+/* ---- Stacked layouts and vectors (PyLops-MPI StackedDistributedArray) ---------------------------- */
+
+/**
+ * A stacked layout: the concatenation of @p nparts layouts (PyLops-MPI's StackedDistributedArray), each
+ * SCATTER or BROADCAST (a stacked layout is not a part). A vector on it holds, on each rank, the parts'
+ * local arrays one after the other, so every vector operation works on it unchanged; its dot products and
+ * norms count every part once (a BROADCAST part enters the sum once, not once per rank), and its global
+ * vector (gather / scatter) is the parts' global vectors one after the other. info.global_n is the sum of
+ * the parts' sizes; info.local_n the sum of their local sizes; info.offset is the rank-major prefix sum of
+ * local sizes (not a global index: the parts interleave). Not collective. Holds references on the parts.
+ * @return RMAOP_ERR_ARG for nparts < 1, a NULL or stacked part, or parts of different contexts.
+ */
+rmaop_status rmaop_layout_create_stacked(int nparts, const rmaop_layout parts[], rmaop_layout *layout);
+/** Number of parts of a stacked layout (0 for SCATTER and BROADCAST). Not collective. */
+rmaop_status rmaop_layout_stack_nparts(rmaop_layout layout, int *nparts);
+/** Part @p i of a stacked layout (borrowed: valid while @p layout lives). Not collective.
+ *  @return RMAOP_ERR_ARG when @p layout is not stacked or @p i is out of range. */
+rmaop_status rmaop_layout_stack_part(rmaop_layout layout, int i, rmaop_layout *part);
+
+/**
+ * A view of part @p i of a stacked vector: a vector on the part's layout whose local array is @p v's memory
+ * at the part's offset (no copy, host or device memory alike), so an operator can be applied to one part
+ * and writing through the view changes @p v. The view keeps @p v's memory alive (destroying @p v first is
+ * allowed); destroying the view frees no vector memory. Not collective.
+ * @return RMAOP_ERR_ARG when @p v is not stacked or @p i is out of range.
+ */
+rmaop_status rmaop_vec_stack_part(rmaop_vec v, int i, rmaop_vec *part);
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Vectors                                                                                          */
@@ -548,6 +580,25 @@ rmaop_status rmaop_op_create_product(rmaop_op A, rmaop_op B, rmaop_op *AB);
 rmaop_status rmaop_op_create_scaled(rmaop_op A, double _Complex alpha, rmaop_op *sA);
 /** A^H as an operator. Not collective. */
 rmaop_status rmaop_op_create_adjoint(rmaop_op A, rmaop_op *AH);
+
+/* ---- Stacked operators (PyLops-MPI MPIStackedVStack, MPIStackedBlockDiag) ------------------------- */
+
+/**
+ * y = [A_0 x; A_1 x; ...] (PyLops-MPI MPIStackedVStack): operators that share one model layout (and dtype)
+ * stacked vertically; the data layout is the stacked layout of their data layouts; the adjoint is
+ * x = sum_i A_i^H y_i. Every part's communication is begun before any is ended when no operator occurs
+ * twice among the parts (else they run one after the other). Not collective. Holds references on @p ops.
+ * @return RMAOP_ERR_ARG for n < 1, a NULL operator, mixed dtypes or contexts, model layouts that differ, or
+ *         an operator whose data layout is itself stacked.
+ */
+rmaop_status rmaop_op_create_stacked_vstack(int n, const rmaop_op ops[], rmaop_op *A);
+/**
+ * y_i = A_i x_i (PyLops-MPI MPIStackedBlockDiag): model and data are the stacked layouts of the operators'
+ * model and data layouts; the adjoint applies A_i^H to part i. Overlaps like rmaop_op_create_stacked_vstack.
+ * Not collective. @return RMAOP_ERR_ARG for n < 1, a NULL operator, mixed dtypes or contexts, or an
+ * operator with a stacked layout.
+ */
+rmaop_status rmaop_op_create_stacked_blockdiag(int n, const rmaop_op ops[], rmaop_op *A);
 
 /** Local callbacks of a shell operator. Forward: y_local = f(x_local, ghost) where ghost holds what the plan
  *  brought (dst of the plan). Adjoint: x_local = g(y_local) plus ghost contributions that the reversed plan
