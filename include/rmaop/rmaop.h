@@ -478,9 +478,10 @@ typedef struct {
   const char *label;                /**< trace name of the axis-0 halo; NULL: "gradient" */
 } rmaop_gradient_spec;
 /**
- * The gradient (PyLops-MPI MPIGradient). Model: the grid's elements. Data: on each rank the ndim derivative
- * outputs of its rows, one after the other (local_n = ndim * local model size; part d is the derivative along
- * axis d of this rank's rows, in the model's order). Only the axis-0 part communicates. Collective.
+ * The gradient (PyLops-MPI MPIGradient): the stacked vertical stack (rmaop_op_create_stacked_vstack) of a
+ * first derivative along every axis. Model: the grid's elements. Data: a stacked layout of ndim parts, so
+ * each rank holds the ndim derivative outputs of its rows one after the other (part d: the derivative along
+ * axis d; rmaop_vec_stack_part gives it). Only the axis-0 part communicates. Collective.
  */
 rmaop_status rmaop_op_create_gradient(rmaop_ctx ctx, const rmaop_gradient_spec *spec, rmaop_op *A);
 
