@@ -462,12 +462,15 @@ START_TEST(test_stacked_vstack) {
       RT_MESSAGE_HAS("is already being applied");
     }
     RT_OK(rmaop_op_apply_end(A));
-    int ok = same_bits(y, y2);
+    int ok = same_bits(y, y2), bad = -1, near = 1;
     for (int i = 0; i < NV; ++i) {
       rmaop_vec yi = part(y, i), sep = NULL;
       RT_OK(rmaop_vec_duplicate(yi, &sep));
       RT_OK(rmaop_op_apply(ops[i], x, sep));
-      ok = ok && same_bits(yi, sep);
+      /* Bit for bit on the host. On a GPU the dense blocks go through cuBLAS, whose gemv picks its kernel by
+       * the output's alignment, and a part's view sits at an offset: there, within the dtype's tolerance. */
+      if (!same_bits(yi, sep)) bad = i, near = close_vals(yi, sep, rt_tol(d));
+      if (bad == i && rt_device() && near) bad = -1;
       /* adjoint reference: sum of the parts' adjoints, in part order */
       rmaop_vec yini = part(yin, i);
       RT_OK(rmaop_op_apply_adjoint(ops[i], yini, i == 0 ? xr : t1));
@@ -475,7 +478,8 @@ START_TEST(test_stacked_vstack) {
         RT_OK(rmaop_vec_axpy(xr, 1.0, t1));
       rmaop_vec_destroy(&yi), rmaop_vec_destroy(&sep), rmaop_vec_destroy(&yini);
     }
-    RT_CHECK(rt_all(ok), "%s stacked vstack forward differs from its parts applied alone", rmaop_dtype_name(d));
+    RT_CHECK(rt_all(ok && bad < 0), "%s stacked vstack forward differs from its parts applied alone (begin/end same: %d; "
+             "part %d differs%s)", rmaop_dtype_name(d), ok, bad, near ? " within tolerance" : " beyond tolerance");
     RT_OK(rmaop_op_apply_adjoint(A, yin, xa));
     RT_CHECK(rt_all(close_vals(xa, xr, rt_tol(d))), "%s stacked vstack adjoint differs from the sum of the parts'",
              rmaop_dtype_name(d));
