@@ -54,6 +54,7 @@ typedef struct {
   double *t_iter, *comm_share; /* per repeat */
   double bytes_iter;           /* streaming bytes of one solver iteration on the busiest rank */
   double bound;                /* seconds: max over ranks of local bytes / local copy bandwidth; 0: none */
+  double sync_comm;            /* --trace-sync: seconds per iteration inside rmaop's calls, synchronized starts */
 } path;
 
 typedef struct {
@@ -116,9 +117,11 @@ static void usage(void) {
   if (rank == 0)
     fprintf(stderr, "usage: rmaop-bench --problem deriv1d|lap2d|bdiag|vstack|derivspd --n N --niter K [--backends rma,twosided]\n"
                     "                   [--sync fence,pscw,lock] [--transport auto|mpi|shm|ipc] [--memory host|device]\n"
-                    "                   [--repeat R] [--solver cgls|lsqr|cg|pipecg] [--json FILE]\n"
+                    "                   [--repeat R] [--solver cgls|lsqr|cg|pipecg] [--trace-sync] [--json FILE]\n"
                     "  --backends takes any of rma, twosided, nccl; a backend this library lacks is skipped.\n"
-                    "  --solver defaults to cgls; cg and pipecg need an SPD operator (--problem derivspd).\n");
+                    "  --solver defaults to cgls; cg and pipecg need an SPD operator (--problem derivspd).\n"
+                    "  --trace-sync: one more solve per path traced with synchronized starts (RMAOP_TRACE_SYNCED):\n"
+                    "  the messaging time per iteration without waits for late peers (what rmaop-roofline predicts).\n");
 }
 
 /* Device copy bandwidth of this rank's GPU in bytes/s: cudaMemcpy device-to-device of 1 GiB timed with
@@ -205,6 +208,35 @@ static void solve_once(path *p, int niter, int rep) {
   rmaop_solver_info_free(&info);
 }
 
+/* One more solve traced with synchronized starts: the sum over the trace sites of the slowest rank's time
+ * inside rmaop's calls (site by site, as rmaop-roofline run measures), per iteration. Every rank records
+ * the same sites in the same order (the same solver on the same operator). */
+static void solve_synced(path *p, int niter) {
+  rmaop_solver_options o;
+  rmaop_solver_options_init(&o);
+  o.niter = niter;
+  rmaop_solver_info info;
+  if (rmaop_trace_reset(p->ctx) != RMAOP_OK || rmaop_trace_enable(p->ctx, RMAOP_TRACE_SYNCED) != RMAOP_OK)
+    die("trace", p->ctx);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (p->solver->solve(p->prob.A, p->prob.b, p->x, &o, &info) != RMAOP_OK) die(p->solver->label, p->ctx);
+  rmaop_trace_enable(p->ctx, RMAOP_TRACE_OFF);
+  int n = 0, nmin = 0, nmax = 0;
+  rmaop_trace_count(p->ctx, &n);
+  MPI_Allreduce(&n, &nmin, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&n, &nmax, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  double *t = calloc((size_t)nmax + 1, sizeof *t), total = 0;
+  rmaop_trace_site site;
+  for (int i = 0; t && i < n; ++i)
+    if (rmaop_trace_get(p->ctx, i, &site) == RMAOP_OK) t[i] = site.time_inside;
+  if (t) MPI_Allreduce(MPI_IN_PLACE, t, nmax, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  for (int i = 0; t && i < nmax; ++i) total += t[i];
+  if (rank == 0 && nmin != nmax) fprintf(stderr, "rmaop-bench: %s: ranks traced %d..%d sites\n", p->name, nmin, nmax);
+  p->sync_comm = total / (info.iterations ? info.iterations : 1);
+  free(t);
+  rmaop_solver_info_free(&info);
+}
+
 static void write_json(const char *file, const char *problem, const char *solver_list, int64_t n, int niter, int P,
                        path *paths, int np, int repeat, const char *memory, const double bw[3],
                        const skipped_path *skipped, int nskipped) {
@@ -240,6 +272,7 @@ static void write_json(const char *file, const char *problem, const char *solver
     fprintf(f, "]}, \"comm_share\": %.4f, \"ratio_to_first\": %.4f, \"iterations\": %d, ", median(p->comm_share, repeat),
             median(p->t_iter, repeat) / median(paths[0].t_iter, repeat), p->iterations);
     fprintf(f, "\"bytes_per_iter\": %.0f, ", p->bytes_iter);
+    if (p->sync_comm > 0) fprintf(f, "\"synchronized_comm_per_iter_seconds\": %.9g, ", p->sync_comm);
     if (p->bound > 0)
       fprintf(f, "\"streaming_bound_seconds\": %.9g, \"measured_over_bound\": %.4f, ", p->bound,
               median(p->t_iter, repeat) / p->bound);
@@ -260,11 +293,12 @@ int main(int argc, char **argv) {
   char memory[16] = "host", solver_list[64] = "cgls";
   const char *json = NULL;
   int64_t n = 1 << 16;
-  int niter = 20, repeat = 5;
+  int niter = 20, repeat = 5, trace_sync = 0;
   static struct option longopts[] = {{"problem", 1, 0, 'p'}, {"n", 1, 0, 'n'},      {"niter", 1, 0, 'k'},
                                      {"backends", 1, 0, 'b'}, {"sync", 1, 0, 's'},  {"transport", 1, 0, 't'},
                                      {"repeat", 1, 0, 'r'},  {"json", 1, 0, 'j'},   {"help", 0, 0, 'h'},
-                                     {"memory", 1, 0, 'm'},  {"solver", 1, 0, 'S'}, {0, 0, 0, 0}};
+                                     {"memory", 1, 0, 'm'},  {"solver", 1, 0, 'S'}, {"trace-sync", 0, 0, 'T'},
+                                     {0, 0, 0, 0}};
   for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
     switch (c) {
     case 'p': snprintf(problem, sizeof problem, "%s", optarg); break;
@@ -277,6 +311,7 @@ int main(int argc, char **argv) {
     case 'j': json = optarg; break;
     case 'm': snprintf(memory, sizeof memory, "%s", optarg); break;
     case 'S': snprintf(solver_list, sizeof solver_list, "%s", optarg); break;
+    case 'T': trace_sync = 1; break;
     default: usage(); MPI_Finalize(); return c == 'h' ? 0 : 2;
     }
   }
@@ -409,6 +444,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < np; ++i) solve_once(&paths[i], niter, 0); /* warm-up, and the histories */
   for (int r = 0; r < repeat; ++r)
     for (int i = 0; i < np; ++i) solve_once(&paths[i], niter, r);
+  for (int i = 0; i < np && trace_sync; ++i) solve_synced(&paths[i], niter);
 
   int mismatch = 0;
   for (int i = 1; i < np; ++i) {
@@ -447,6 +483,7 @@ int main(int argc, char **argv) {
     printf("histories %s across the paths of each solver (rel 1e-10)\n", mismatch ? "DIFFER" : "agree");
     printf("%-22s %12s %12s %12s %8s %8s", "path", "median us/it", "min us/it", "max us/it", "comm %", "ratio");
     if (on_device) printf(" %12s %12s %11s", "MB/it", "bound us/it", "meas/bound");
+    if (trace_sync) printf(" %14s", "sync comm us/it");
     printf("\n");
     for (int i = 0; i < np; ++i) {
       path *p = &paths[i];
@@ -457,6 +494,7 @@ int main(int argc, char **argv) {
         printf(" %12.3f %12.2f %11.2f", 1e-6 * p->bytes_iter, 1e6 * p->bound, median(p->t_iter, repeat) / p->bound);
       else if (on_device)
         printf(" %12.3f %12s %11s", 1e-6 * p->bytes_iter, "-", "-");
+      if (trace_sync) printf(" %14.2f", 1e6 * p->sync_comm);
       printf("\n");
     }
     if (json) write_json(json, problem, solver_list, n, niter, P, paths, np, repeat, memory, bw, skipped, nskipped);
