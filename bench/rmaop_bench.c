@@ -54,7 +54,7 @@ typedef struct {
   double *t_iter, *comm_share; /* per repeat */
   double bytes_iter;           /* streaming bytes of one solver iteration on the busiest rank */
   double bound;                /* seconds: max over ranks of local bytes / local copy bandwidth; 0: none */
-  double sync_comm;            /* --trace-sync: seconds per iteration inside rmaop's calls, synchronized starts */
+  double *sync_comm;           /* --trace-sync, per repeat: seconds per iteration inside rmaop's calls, synchronized */
 } path;
 
 typedef struct {
@@ -120,7 +120,7 @@ static void usage(void) {
                     "                   [--repeat R] [--solver cgls|lsqr|cg|pipecg] [--trace-sync] [--json FILE]\n"
                     "  --backends takes any of rma, twosided, nccl; a backend this library lacks is skipped.\n"
                     "  --solver defaults to cgls; cg and pipecg need an SPD operator (--problem derivspd).\n"
-                    "  --trace-sync: one more solve per path traced with synchronized starts (RMAOP_TRACE_SYNCED):\n"
+                    "  --trace-sync: R more solves per path traced with synchronized starts (RMAOP_TRACE_SYNCED):\n"
                     "  the messaging time per iteration without waits for late peers (what rmaop-roofline predicts).\n");
 }
 
@@ -211,7 +211,7 @@ static void solve_once(path *p, int niter, int rep) {
 /* One more solve traced with synchronized starts: the sum over the trace sites of the slowest rank's time
  * inside rmaop's calls (site by site, as rmaop-roofline run measures), per iteration. Every rank records
  * the same sites in the same order (the same solver on the same operator). */
-static void solve_synced(path *p, int niter) {
+static void solve_synced(path *p, int niter, int rep) {
   rmaop_solver_options o;
   rmaop_solver_options_init(&o);
   o.niter = niter;
@@ -232,7 +232,7 @@ static void solve_synced(path *p, int niter) {
   if (t) MPI_Allreduce(MPI_IN_PLACE, t, nmax, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   for (int i = 0; t && i < nmax; ++i) total += t[i];
   if (rank == 0 && nmin != nmax) fprintf(stderr, "rmaop-bench: %s: ranks traced %d..%d sites\n", p->name, nmin, nmax);
-  p->sync_comm = total / (info.iterations ? info.iterations : 1);
+  p->sync_comm[rep] = total / (info.iterations ? info.iterations : 1);
   free(t);
   rmaop_solver_info_free(&info);
 }
@@ -272,7 +272,7 @@ static void write_json(const char *file, const char *problem, const char *solver
     fprintf(f, "]}, \"comm_share\": %.4f, \"ratio_to_first\": %.4f, \"iterations\": %d, ", median(p->comm_share, repeat),
             median(p->t_iter, repeat) / median(paths[0].t_iter, repeat), p->iterations);
     fprintf(f, "\"bytes_per_iter\": %.0f, ", p->bytes_iter);
-    if (p->sync_comm > 0) fprintf(f, "\"synchronized_comm_per_iter_seconds\": %.9g, ", p->sync_comm);
+    if (p->sync_comm) fprintf(f, "\"synchronized_comm_per_iter_seconds\": %.9g, ", median(p->sync_comm, repeat));
     if (p->bound > 0)
       fprintf(f, "\"streaming_bound_seconds\": %.9g, \"measured_over_bound\": %.4f, ", p->bound,
               median(p->t_iter, repeat) / p->bound);
@@ -420,6 +420,7 @@ int main(int argc, char **argv) {
     if (rmaop_vec_duplicate(p->prob.x_true, &p->x) != RMAOP_OK) die("vector", p->ctx);
     p->t_iter = calloc((size_t)repeat, sizeof(double));
     p->comm_share = calloc((size_t)repeat, sizeof(double));
+    if (trace_sync) p->sync_comm = calloc((size_t)repeat, sizeof(double));
     rmaop_vec_info mi, di;
     if (rmaop_vec_get_info(p->prob.x_true, &mi) != RMAOP_OK || rmaop_vec_get_info(p->prob.b, &di) != RMAOP_OK)
       die("vector info", p->ctx);
@@ -444,7 +445,8 @@ int main(int argc, char **argv) {
   for (int i = 0; i < np; ++i) solve_once(&paths[i], niter, 0); /* warm-up, and the histories */
   for (int r = 0; r < repeat; ++r)
     for (int i = 0; i < np; ++i) solve_once(&paths[i], niter, r);
-  for (int i = 0; i < np && trace_sync; ++i) solve_synced(&paths[i], niter);
+  for (int r = 0; r < repeat && trace_sync; ++r) /* interleaved like the timed repeats */
+    for (int i = 0; i < np; ++i) solve_synced(&paths[i], niter, r);
 
   int mismatch = 0;
   for (int i = 1; i < np; ++i) {
@@ -494,7 +496,7 @@ int main(int argc, char **argv) {
         printf(" %12.3f %12.2f %11.2f", 1e-6 * p->bytes_iter, 1e6 * p->bound, median(p->t_iter, repeat) / p->bound);
       else if (on_device)
         printf(" %12.3f %12s %11s", 1e-6 * p->bytes_iter, "-", "-");
-      if (trace_sync) printf(" %14.2f", 1e6 * p->sync_comm);
+      if (trace_sync) printf(" %14.2f", 1e6 * median(p->sync_comm, repeat));
       printf("\n");
     }
     if (json) write_json(json, problem, solver_list, n, niter, P, paths, np, repeat, memory, bw, skipped, nskipped);
@@ -506,6 +508,7 @@ int main(int argc, char **argv) {
     free(paths[i].history);
     free(paths[i].t_iter);
     free(paths[i].comm_share);
+    free(paths[i].sync_comm);
   }
   MPI_Finalize();
   return mismatch ? 1 : 0;
