@@ -29,7 +29,10 @@
  * flag waits in stream order. The double-buffering argument above holds in stream terms: t's "done"
  * of epoch k+1 is written on t's stream after t's unpack of epoch k, and my puts of epoch k+2 are
  * enqueued after my stream waited for that "done"; fence on ipc is the lock handshake, so the lock
- * half of the argument is the one that applies. Any other plan on a device context keeps a HOST
+ * half of the argument is the one that applies. With a CUDA-aware MPI and transport mpi (or auto across
+ * nodes) the staging is GPU memory in an MPI window (win.c): src and staging are device pointers handed to
+ * MPI_Put, the epoch drains the stream when it opens (MPI does not follow it), and the end drains it after
+ * the unpack kernels, before the staging is announced free. Any other plan on a device context keeps a HOST
  * staging window (mpi, shm): begin reads the host copy of the send ranges (rmaop__plan_send_src,
  * which synchronizes), end hands the host staging to rmaop__plan_unpack, which copies it to the GPU,
  * and waits for that copy before the staging can be announced as free again (rma__post_ready, and
@@ -162,7 +165,9 @@ static rmaop_status plan_begin(rmaop_plan plan) {
   return rma__epoch_origin_done(w);
 }
 
-/* A host staging window on a device context: the core copies the staging to the GPU on the stream. */
+/* A window whose staging the stream reads outside the epochs' own order: a host staging window on a
+ * device context (the core copies it to the GPU on the stream), or GPU memory over MPI (the unpack
+ * kernels read it; MPI's next puts into it do not wait for the stream). */
 static int ctx_stages_through_host(rmaop_plan plan, rmaop_win w) {
   return plan->ctx->memory == RMAOP_MEMORY_DEVICE && !w->device;
 }

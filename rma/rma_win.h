@@ -69,8 +69,11 @@ struct rmaop_win_s {
   int shared;                 /* one MPI_Win_allocate_shared segment: peers are load/store addressable */
   int owns_memory;            /* memory came from MPI (rmaop_win_allocate) or, device, from cudaMalloc */
   int device;                 /* GPU window memory: every rank (own included) reached by ipc, no MPI window */
+  int dev_mpi;                /* GPU window memory exposed through a CUDA-aware MPI: an MPI window over device
+                                 pointers, mpi towards every rank (own included), host-side epochs */
   int built;                  /* creation succeeded on every rank (collective free may synchronize) */
   void *ipc;                  /* transport_ipc.c's state of a GPU window */
+  void *dev_base;             /* GPU memory over MPI allocated here (cudaMalloc), freed with the window */
   char *base;                 /* this rank's window memory */
   size_t bytes;               /* this rank's usable window size */
   size_t *sizes;              /* [size] every rank's usable window size (bounds checks) */
@@ -128,6 +131,9 @@ const rma_transport *rma__choose_transport(rmaop_ctx ctx, int device, int shared
  * memory: device context, transport auto with every rank on one node, or ipc (whose creation then
  * names an off-node rank if there is one). */
 int rma__plan_on_device(rmaop_ctx ctx);
+/* Whether a GPU window of `ctx` goes through MPI rather than ipc: a CUDA-aware MPI on every rank, more
+ * than one rank, and transport mpi, or auto with ranks on more than one node. */
+int rma__gpu_over_mpi(rmaop_ctx ctx);
 
 /* ---- transport_ipc.c (GPU windows) ---- */
 

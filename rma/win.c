@@ -15,18 +15,27 @@
  * Device contexts. A window whose memory is GPU memory (the public calls, and plans whose peers all
  * share the node) reaches every rank through the ipc transport (transport_ipc.c): no MPI window, every
  * sync mode is the stream-side flag handshake. The choice is per window, not per peer: GPU memory over
- * MPI would need a CUDA-aware MPI, which is not used yet, so
- *   auto   GPU window when every rank is on one node; otherwise a plan's window is host memory over
- *          mpi and the plan stages through host (rmaop__plan_send_src, host staging unpacked by the
- *          core), and a public GPU window is RMAOP_ERR_UNSUPPORTED naming an off-node rank;
+ * MPI needs a CUDA-aware MPI (ctx->mpi_cuda_aware, agreed by every rank at context creation):
+ *   auto   GPU window over ipc when every rank is on one node; across nodes a GPU window over MPI when
+ *          the MPI is CUDA-aware, else a plan's window is host memory over mpi and the plan stages
+ *          through host (rmaop__plan_send_src, host staging unpacked by the core), and a public GPU
+ *          window is RMAOP_ERR_UNSUPPORTED naming an off-node rank;
  *   ipc    GPU window; an off-node rank is RMAOP_ERR_UNSUPPORTED naming it;
- *   mpi    plans stage through host memory over mpi; public GPU windows: RMAOP_ERR_UNSUPPORTED;
+ *   mpi    CUDA-aware MPI: GPU windows over MPI (MPI_Win_create over device memory, MPI_Put/Get on device
+ *          pointers, epochs as on host windows: the context's stream is drained when an epoch opens, since
+ *          MPI does not follow the stream, and after the unpack before origins may reuse the staging);
+ *          otherwise plans stage through host memory over mpi and public GPU windows are
+ *          RMAOP_ERR_UNSUPPORTED;
  *   shm    plans stage through host memory over shm (honest: host shared memory holds the host copy,
  *          never GPU memory); public GPU windows: RMAOP_ERR_UNSUPPORTED.
  * Reductions take host doubles: their windows are host memory on every context (ipc read as auto). */
 #include "rma_win.h"
 
 #include <stdio.h>
+
+#ifdef RMAOP_HAVE_CUDA
+#include "device.h"
+#endif
 
 #define RMA_ALIGN ((size_t)64) /* control area on its own cache lines */
 
@@ -47,10 +56,22 @@ const rma_transport *rma__choose_transport(rmaop_ctx ctx, int device, int shared
   return &rma__transport_mpi;
 }
 
+int rma__gpu_over_mpi(rmaop_ctx ctx) {
+#ifdef RMAOP_HAVE_CUDA
+  if (ctx->memory != RMAOP_MEMORY_DEVICE || !ctx->mpi_cuda_aware || ctx->size == 1)
+    return 0;
+  return ctx->rma_transport == RMAOP_TRANSPORT_MPI ||
+         (ctx->rma_transport == RMAOP_TRANSPORT_AUTO && ctx->node_size != ctx->size);
+#else
+  (void)ctx;
+  return 0;
+#endif
+}
+
 int rma__plan_on_device(rmaop_ctx ctx) {
   if (ctx->memory != RMAOP_MEMORY_DEVICE)
     return 0;
-  return ctx->rma_transport == RMAOP_TRANSPORT_IPC ||
+  return ctx->rma_transport == RMAOP_TRANSPORT_IPC || rma__gpu_over_mpi(ctx) ||
          (ctx->rma_transport == RMAOP_TRANSPORT_AUTO && ctx->node_size == ctx->size);
 }
 
@@ -67,11 +88,13 @@ static int off_node_rank(rmaop_ctx ctx) {
 /* A GPU window: ipc towards every rank. */
 static rmaop_status check_device(rmaop_ctx ctx, const char *fn) {
   RMAOP_REQUIRE(ctx, ctx->memory == RMAOP_MEMORY_DEVICE, RMAOP_ERR_INTERNAL, "%s: GPU window on a host context", fn);
+  if (rma__gpu_over_mpi(ctx))
+    return RMAOP_OK;
   const rmaop_transport t = ctx->rma_transport;
   RMAOP_REQUIRE(ctx, t == RMAOP_TRANSPORT_AUTO || t == RMAOP_TRANSPORT_IPC, RMAOP_ERR_UNSUPPORTED,
-                "%s: windows over GPU memory use the ipc transport; RMAOP_RMA_TRANSPORT=%s cannot hold them (shm: "
-                "host shared memory cannot hold GPU memory; mpi: MPI_Put on GPU memory needs a CUDA-aware MPI, "
-                "not used yet). Use auto or ipc",
+                "%s: windows over GPU memory use the ipc transport, or mpi with a CUDA-aware MPI; "
+                "RMAOP_RMA_TRANSPORT=%s cannot hold them here (shm: host shared memory cannot hold GPU memory; "
+                "mpi: this MPI does not accept device pointers, MPIX_Query_cuda_support). Use auto or ipc",
                 fn, rmaop_transport_name(t));
   const int off = off_node_rank(ctx);
   RMAOP_REQUIRE(ctx, off < 0, RMAOP_ERR_UNSUPPORTED,
@@ -167,7 +190,7 @@ static rmaop_status make_data_window(rmaop_win w, void *user_base, size_t bytes,
     int rc = MPI_Win_allocate_shared((MPI_Aint)total, 1, info, ctx->comm, &base, &w->win);
     MPI_Info_free(&info);
     RMAOP_CHECK_MPI(ctx, rc);
-  } else if (w->owns_memory) {
+  } else if (w->owns_memory && !w->dev_mpi) {
     RMAOP_CHECK_MPI(ctx, MPI_Win_allocate((MPI_Aint)total, 1, MPI_INFO_NULL, ctx->comm, &base, &w->win));
   } else {
     int rc = MPI_Win_create(user_base, (MPI_Aint)bytes, 1, MPI_INFO_NULL, ctx->comm, &w->win);
@@ -212,7 +235,7 @@ static rmaop_status exchange_sizes(rmaop_win w) {
  * transport's flag operations need. */
 static rmaop_status setup_control(rmaop_win w, size_t ctrl_bytes) {
   rmaop_ctx ctx = w->ctx;
-  if (w->owns_memory) {
+  if (w->owns_memory && !w->dev_mpi) { /* the tail of MPI-allocated host memory; GPU memory: a window of its own */
     w->cwin = w->win;
     w->ctrl = (int64_t *)(w->base + align_up(w->bytes));
     for (int r = 0; r < w->size; ++r)
@@ -241,7 +264,8 @@ static rmaop_status setup_control(rmaop_win w, size_t ctrl_bytes) {
 static void set_transports(rmaop_win w) {
   const char *name = NULL;
   for (int r = 0; r < w->size; ++r) {
-    w->tp[r] = rma__choose_transport(w->ctx, w->device, w->shared, r);
+    /* GPU memory over MPI: the own rank too (a host memcpy cannot reach device memory) */
+    w->tp[r] = w->dev_mpi ? &rma__transport_mpi : rma__choose_transport(w->ctx, w->device, w->shared, r);
     if (r == w->rank)
       continue;
     if (!name)
@@ -287,6 +311,12 @@ static rmaop_status build(rmaop_win w, void *user_base, size_t bytes) {
   set_transports(w);
   w->flag_sync = uses_flag_sync(w);
   const size_t ctrl_bytes = w->flag_sync ? 2 * (size_t)w->size * sizeof(int64_t) : 0;
+#ifdef RMAOP_HAVE_CUDA
+  if (w->dev_mpi && w->owns_memory) { /* MPI allocates host memory only: the GPU memory comes from cudaMalloc */
+    RMAOP_CHECK(rmaop__dev_malloc(w->ctx, bytes, "GPU window memory", &user_base));
+    w->dev_base = user_base;
+  }
+#endif
   RMAOP_CHECK(make_data_window(w, user_base, bytes, ctrl_bytes));
   RMAOP_CHECK(exchange_sizes(w));
   if (w->sync == RMAOP_SYNC_PSCW && !w->flag_sync)
@@ -309,7 +339,8 @@ rmaop_status rma__win_make(rmaop_ctx ctx, int allocate, void *user_base, size_t 
   if (st == RMAOP_OK) {
     w->shared = shared;
     w->owns_memory = allocate;
-    w->device = device;
+    w->dev_mpi = device && rma__gpu_over_mpi(ctx);
+    w->device = device && !w->dev_mpi;
     st = rmaop__agree(ctx, build(w, user_base, bytes), fn);
   }
   if (st != RMAOP_OK) {
@@ -357,6 +388,9 @@ void rmaop_win_free(rmaop_win *pw) {
   }
   if (w->local_only && w->owns_memory)
     free(w->base);
+#ifdef RMAOP_HAVE_CUDA
+  rmaop__dev_free(w->dev_base); /* after MPI_Win_free: MPI no longer reaches it */
+#endif
   free(w->sizes);
   free(w->peer_base);
   free(w->tp);

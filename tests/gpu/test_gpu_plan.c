@@ -6,8 +6,21 @@
  * (<P x, y> = <x, P^T y>). Buffers are the arrays of device vectors (rmaop_vec_get_array). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rmaop_test.h"
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h> /* MPIX_Query_cuda_support */
+#endif
+
+/* Whether this MPI takes device pointers (what the library checks at context creation). */
+static int mpi_takes_device_pointers(void) {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return 0;
+#endif
+}
 
 static rmaop_ctx ctx;
 static void setup(void) { ctx = rt_ctx(); }
@@ -121,6 +134,40 @@ START_TEST(test_plan_reverse_is_transpose) {
 }
 END_TEST
 
+/* A public window over GPU memory (a device vector's array): auto and ipc map it through CUDA IPC; mpi
+ * needs an MPI that takes device pointers (then MPI_Put moves GPU memory, and the transport says mpi) and is
+ * refused with a message otherwise. One put of one element to the right neighbour per rank. */
+START_TEST(test_public_gpu_window) {
+  const char *t = getenv("RMAOP_RMA_TRANSPORT"), *b = getenv("RMAOP_BACKEND");
+  if (rt_size < 2 || !b || strcmp(b, "rma") != 0) return;
+  const int over_mpi = t && strcmp(t, "mpi") == 0;
+  const int right = (rt_rank + 1) % rt_size, left = (rt_rank + rt_size - 1) % rt_size;
+  rmaop_vec src = vec_of(2, RMAOP_F64, v), dst = vec_of(2, RMAOP_F64, NULL);
+  rmaop_win win = NULL;
+  const rmaop_status st = rmaop_win_create(ctx, arr(dst), 2 * sizeof(double), &win);
+  if (over_mpi && !rt_all(mpi_takes_device_pointers())) {
+    RT_CHECK(st == RMAOP_ERR_UNSUPPORTED, "GPU window over an MPI without device pointers: %s",
+             rmaop_status_string(st));
+    RT_MESSAGE_HAS("CUDA-aware");
+  } else {
+    RT_CHECK(st == RMAOP_OK, "GPU window: %s: %s", rmaop_status_string(st), rmaop_ctx_last_error(ctx));
+    rmaop_transport tp = RMAOP_TRANSPORT_AUTO;
+    RT_OK(rmaop_win_peer_transport(win, right, &tp));
+    RT_CHECK(tp == (over_mpi ? RMAOP_TRANSPORT_MPI : RMAOP_TRANSPORT_IPC), "transport to rank %d: %s", right,
+             rmaop_transport_name(tp));
+    RT_OK(rmaop_win_epoch_begin(win, 1, &right, 1, &left));
+    RT_OK(rmaop_win_put(win, arr(src), sizeof(double), right, sizeof(double)));
+    RT_OK(rmaop_win_epoch_end(win));
+    double h[2] = {-1, -1};
+    RT_OK(rmaop_vec_read_local(dst, h));
+    RT_CHECK(h[0] == 0.0 && h[1] == creal(v(left, 0)), "window holds %g %g, want 0 %g", h[0], h[1], creal(v(left, 0)));
+    rmaop_win_free(&win);
+  }
+  rmaop_vec_destroy(&src);
+  rmaop_vec_destroy(&dst);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("gpu_plan");
   TCase *tc = tcase_create("plan");
@@ -128,6 +175,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_plan_insert_add);
   tcase_add_test(tc, test_plan_reverse_is_transpose);
+  tcase_add_test(tc, test_public_gpu_window);
   suite_add_tcase(s, tc);
   return s;
 }
