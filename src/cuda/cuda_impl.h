@@ -4,6 +4,7 @@
 #define RMAOP_CUDA_IMPL_H
 
 #include <cuComplex.h>
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include "rmaop_impl.h"
@@ -24,6 +25,14 @@
     if (rmaop__e != cudaSuccess)                                                                          \
       return rmaop__error((ctx), RMAOP_ERR_CUDA, __FILE__, __LINE__, "kernel launch failed: %s",          \
                           cudaGetErrorString(rmaop__e));                                                  \
+  } while (0)
+
+#define BLAS_CHECK(ctx, call)                                                                             \
+  do {                                                                                                    \
+    cublasStatus_t rmaop__b = (call);                                                                     \
+    if (rmaop__b != CUBLAS_STATUS_SUCCESS)                                                                \
+      return rmaop__error((ctx), RMAOP_ERR_CUDA, __FILE__, __LINE__, "%s failed: %s", #call,              \
+                          cublasGetStatusString(rmaop__b));                                               \
   } while (0)
 
 /* Runs CALL with T bound to the element type of dt. */

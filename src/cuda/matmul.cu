@@ -13,13 +13,6 @@
 #include "device.h"
 #include "matmul_dev.h"
 
-#define MM_BLAS_CHECK(ctx, call)                                                                          \
-  do {                                                                                                    \
-    cublasStatus_t rmaop__b = (call);                                                                     \
-    if (rmaop__b != CUBLAS_STATUS_SUCCESS)                                                                \
-      return rmaop__error((ctx), RMAOP_ERR_CUDA, __FILE__, __LINE__, "%s failed: %s", #call,              \
-                          cublasGetStatusString(rmaop__b));                                               \
-  } while (0)
 
 namespace {
 
@@ -61,7 +54,7 @@ template <typename T>
 rmaop_status gemm(rmaop_ctx ctx, cublasHandle_t h, int conj_a, int m, int n, int k, const T *A, int lda, const T *B,
                   int ldb, T *C, int ldc, int accumulate) {
   const T one = blas<T>::scalar(1.0), beta = blas<T>::scalar(accumulate ? 1.0 : 0.0);
-  MM_BLAS_CHECK(ctx, blas<T>::gemm(h, CUBLAS_OP_N, conj_a ? CUBLAS_OP_C : CUBLAS_OP_N, n, m, k, &one, B, ldb, A, lda,
+  BLAS_CHECK(ctx, blas<T>::gemm(h, CUBLAS_OP_N, conj_a ? CUBLAS_OP_C : CUBLAS_OP_N, n, m, k, &one, B, ldb, A, lda,
                                    &beta, C, ldc));
   return RMAOP_OK;
 }

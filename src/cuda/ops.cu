@@ -13,13 +13,6 @@
 
 
 
-#define BLAS_CHECK(ctx, call)                                                                             \
-  do {                                                                                                    \
-    cublasStatus_t rmaop__b = (call);                                                                     \
-    if (rmaop__b != CUBLAS_STATUS_SUCCESS)                                                                \
-      return rmaop__error((ctx), RMAOP_ERR_CUDA, __FILE__, __LINE__, "%s failed: %s", #call,              \
-                          cublasGetStatusString(rmaop__b));                                               \
-  } while (0)
 
 
 

@@ -172,3 +172,9 @@ void *rt_alloc(rmaop_dtype dtype, int64_t n) {
   (void)dtype;
   return p;
 }
+
+double _Complex rt_round(rmaop_dtype dtype, double _Complex z) {
+  double _Complex tmp[1];
+  rt_store(dtype, tmp, 0, z);
+  return rt_load(dtype, tmp, 0);
+}

@@ -68,6 +68,8 @@ double _Complex rt_value(int64_t i, int s);
 /* Element i of a buffer of dtype, as double complex; and the reverse (rounded to the dtype). */
 double _Complex rt_load(rmaop_dtype dtype, const void *buf, int64_t i);
 void rt_store(rmaop_dtype dtype, void *buf, int64_t i, double _Complex z);
+/* z rounded to the dtype (stored and loaded back). */
+double _Complex rt_round(rmaop_dtype dtype, double _Complex z);
 /* dst[i] += src[j] computed in the dtype's own arithmetic (what an ADD must produce bit for bit). */
 void rt_add_elem(rmaop_dtype dtype, void *dst, int64_t i, const void *src, int64_t j);
 /* Relative tolerance for results computed in the dtype (f32/c64: 1e-5, f64/c128: 1e-12). */

@@ -29,12 +29,6 @@ static void teardown(void) {
 
 #define HMAX RMAOP_HALO_MAX_DIMS
 
-static double _Complex rounded(rmaop_dtype d, double _Complex z) {
-  double _Complex tmp[1];
-  rt_store(d, tmp, 0, z);
-  return rt_load(d, tmp, 0);
-}
-
 /* ---- the test's own cartesian split ---- */
 
 typedef struct {
@@ -140,7 +134,7 @@ static void adjoint_reference(rmaop_dtype dt, const hcase *c, const int *procs, 
       }
       if (!mine)
         continue;
-      const double _Complex v = rounded(dt, rt_value(doff + k, 2));
+      const double _Complex v = rt_round(dt, rt_value(doff + k, 2));
       want[flat(c->ndim, me->loc, l)] += v;
       scale[flat(c->ndim, me->loc, l)] += cabs(v);
     }
@@ -218,7 +212,7 @@ static void check_halo(const hcase *c, rmaop_dtype dt, const char *name) {
     total *= c->dims[d];
   double _Complex *G = malloc((size_t)total * sizeof *G);
   for (int64_t i = 0; i < total; ++i)
-    G[i] = rounded(dt, rt_value(i, 1));
+    G[i] = rt_round(dt, rt_value(i, 1));
   void *xbuf = rt_alloc(dt, me.nloc), *ybuf = rt_alloc(dt, me.next), *yinbuf = adjoint_input(dt, c, procs, &me);
   for (int64_t i = 0; i < me.nloc; ++i) {
     unflat(c->ndim, me.loc, i, idx);
@@ -407,12 +401,12 @@ static void check_gradient(const gcase *c, rmaop_dtype dt, const char *name) {
   double _Complex *Y = calloc((size_t)total * (size_t)c->ndim, sizeof *Y), *X = calloc((size_t)total, sizeof *X);
   double *ys = calloc((size_t)total * (size_t)c->ndim, sizeof *ys), *xs = calloc((size_t)total, sizeof *xs);
   for (int64_t i = 0; i < total; ++i)
-    G[i] = rounded(dt, rt_value(i, 1));
+    G[i] = rt_round(dt, rt_value(i, 1));
   /* W[d]: part d of the adjoint's input, by global element (series 2 by global data index) */
   for (int r = 0; r < rt_size; ++r)
     for (int d = 0; d < c->ndim; ++d)
       for (int64_t j = 0; j < nloc[r]; ++j)
-        W[d * total + off[r] + j] = rounded(dt, rt_value(doff[r] + d * nloc[r] + j, 2));
+        W[d * total + off[r] + j] = rt_round(dt, rt_value(doff[r] + d * nloc[r] + j, 2));
   for (int d = 0; d < c->ndim; ++d) {
     deriv_serial(c, d, 0, G, Y + d * total, ys + d * total, total);
     deriv_serial(c, d, 1, W + d * total, X, xs, total);

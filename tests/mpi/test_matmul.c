@@ -24,15 +24,9 @@ static void teardown(void) {
   rmaop_ctx_destroy(&ctx);
 }
 
-static double _Complex rounded(rmaop_dtype d, double _Complex z) {
-  double _Complex tmp[1];
-  rt_store(d, tmp, 0, z);
-  return rt_load(d, tmp, 0);
-}
-
 /* Element (r, c) of a global row-major matrix of `cols` columns, series s, as the dtype holds it. */
 static double _Complex gval(rmaop_dtype d, int s, int64_t r, int64_t c, int64_t cols) {
-  return rounded(d, rt_value(r * cols + c, s));
+  return rt_round(d, rt_value(r * cols + c, s));
 }
 
 /* A rank-local failure (message kept), asserted collectively later. */
@@ -190,7 +184,7 @@ static void check_fredholm(rmaop_dtype dt, int64_t nx, int64_t ny, int64_t nz) {
   }
   const int64_t mine = slices_of(rt_rank);
   void *G = rt_alloc(dt, mine * nx * ny);
-  for (int64_t i = 0; i < mine * nx * ny; ++i) rt_store(dt, G, i, rounded(dt, rt_value(off * nx * ny + i, 3)));
+  for (int64_t i = 0; i < mine * nx * ny; ++i) rt_store(dt, G, i, rt_round(dt, rt_value(off * nx * ny + i, 3)));
   rmaop_op op = NULL;
   RT_OK(rmaop_op_create_fredholm1(ctx, dt, mine, nx, ny, nz, G, &op));
   free(G);
@@ -209,7 +203,7 @@ static void check_fredholm(rmaop_dtype dt, int64_t nx, int64_t ny, int64_t nz) {
     rmaop_vec in = adjoint ? d : m, out = adjoint ? m : d;
     const int64_t rows = adjoint ? ny : nx, inner = adjoint ? nx : ny, nin = nsl * inner * nz, nout = nsl * rows * nz;
     void *buf = rt_alloc(dt, nin > nout ? nin : nout);
-    for (int64_t i = 0; i < nin; ++i) rt_store(dt, buf, i, rounded(dt, rt_value(i, 4 + adjoint)));
+    for (int64_t i = 0; i < nin; ++i) rt_store(dt, buf, i, rt_round(dt, rt_value(i, 4 + adjoint)));
     RT_OK(rmaop_vec_write_local(in, buf));
     RT_OK(adjoint ? rmaop_op_apply_adjoint(op, d, m) : rmaop_op_apply(op, m, d));
     RT_OK(rmaop_vec_read_local(out, buf));
@@ -221,9 +215,9 @@ static void check_fredholm(rmaop_dtype dt, int64_t nx, int64_t ny, int64_t nz) {
           for (int64_t p = 0; p < inner; ++p) {
             /* G[s][x][y]: forward G[s][r][p], adjoint conj(G[s][p][r]) */
             const int64_t gi = s * nx * ny + (adjoint ? p * ny + r : r * ny + p);
-            double _Complex g = rounded(dt, rt_value(gi, 3));
+            double _Complex g = rt_round(dt, rt_value(gi, 3));
             if (adjoint) g = conj(g);
-            const double _Complex v = rounded(dt, rt_value((s * inner + p) * nz + c, 4 + adjoint));
+            const double _Complex v = rt_round(dt, rt_value((s * inner + p) * nz + c, 4 + adjoint));
             want += g * v;
             scale += cabs(g) * cabs(v);
           }

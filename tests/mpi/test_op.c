@@ -91,12 +91,6 @@ static mat mat_from_fn(int64_t m, int64_t n, serial_fn f, const void *cfg) {
   return A;
 }
 
-static double _Complex rounded(rmaop_dtype d, double _Complex z) {
-  double _Complex tmp[1];
-  rt_store(d, tmp, 0, z);
-  return rt_load(d, tmp, 0);
-}
-
 /* ---- the generic check: an operator against its dense matrix ---- */
 
 /* Expected local sizes and offsets of the model and data layouts on this rank (NULL: not checked). */
@@ -130,7 +124,7 @@ static double _Complex *fill(rmaop_vec v, int64_t n_global, int s) {
   LOK(rmaop_vec_get_info(v, &info));
   double _Complex *g = malloc((size_t)(n_global > 0 ? n_global : 1) * sizeof *g);
   for (int64_t j = 0; j < n_global; ++j)
-    g[j] = rounded(info.dtype, rt_value(j, s));
+    g[j] = rt_round(info.dtype, rt_value(j, s));
   void *buf = rt_alloc(info.dtype, info.local_n);
   for (int64_t j = 0; j < info.local_n && info.offset + j < n_global; ++j)
     rt_store(info.dtype, buf, j, g[info.offset + j]);
@@ -630,7 +624,7 @@ enum { VSTACK_COLS = 4, HSTACK_ROWS = 3 };
 
 /* Element (i, j) of rank r's block, as the dtype holds it. */
 static double _Complex blk_val(rmaop_dtype d, int r, int64_t i, int64_t j) {
-  return rounded(d, rt_value(31 * r + 7 * i + 3 * j, 6) * (1.0 + 0.25 * r));
+  return rt_round(d, rt_value(31 * r + 7 * i + 3 * j, 6) * (1.0 + 0.25 * r));
 }
 
 enum { BLOCKDIAG, VSTACK, HSTACK };

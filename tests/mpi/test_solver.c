@@ -55,11 +55,6 @@ static double _Complex vdot(int64_t n, const double _Complex *a, const double _C
     s += conj(a[i]) * b[i];
   return s;
 }
-static double _Complex rounded(rmaop_dtype d, double _Complex z) {
-  double _Complex tmp[1];
-  rt_store(d, tmp, 0, z);
-  return rt_load(d, tmp, 0);
-}
 static double _Complex *cvec(int64_t n) {
   double _Complex *v = calloc((size_t)(n > 0 ? n : 1), sizeof *v);
   if (!v)
@@ -184,7 +179,7 @@ static problem make_spd(rmaop_dtype d) {
   for (int r = 0; r < rt_size; ++r) {
     for (int64_t i = 0; i < spd_rows(r); ++i)
       for (int64_t j = 0; j < spd_rows(r); ++j)
-        AT(p.M, off + i, off + j) = rounded(d, spd_val(r, i, j));
+        AT(p.M, off + i, off + j) = rt_round(d, spd_val(r, i, j));
     off += spd_rows(r);
   }
   const int64_t nr = spd_rows(rt_rank);
@@ -207,7 +202,7 @@ static problem make_vstack(rmaop_dtype d) {
   for (int r = 0; r < rt_size; ++r) {
     for (int64_t i = 0; i < vs_rows(r); ++i)
       for (int64_t j = 0; j < VCOLS; ++j)
-        AT(p.M, off + i, j) = rounded(d, vs_val(r, i, j));
+        AT(p.M, off + i, j) = rt_round(d, vs_val(r, i, j));
     off += vs_rows(r);
   }
   const int64_t nr = vs_rows(rt_rank);
@@ -253,7 +248,7 @@ static rmaop_vec make_vec(rmaop_layout l, rmaop_dtype d, int s, double scale, do
   RT_OK(rmaop_vec_get_info(v, &info));
   double _Complex *g = cvec(info.global_n);
   for (int64_t i = 0; i < info.global_n; ++i)
-    g[i] = rounded(d, scale * rt_value(i, s));
+    g[i] = rt_round(d, scale * rt_value(i, s));
   void *buf = rt_alloc(d, info.local_n);
   for (int64_t i = 0; i < info.local_n; ++i)
     rt_store(d, buf, i, g[info.offset + i]);
@@ -466,7 +461,7 @@ START_TEST(test_cgls_stopping) {
   /* CGLS's tol applies to kold = |r.r| (r = A^H s, the normal equations' residual), not to the history ||s|| */
   double _Complex *yg = cvec(p.M.m), *r = cvec(p.M.n);
   for (int64_t i = 0; i < p.M.m; ++i)
-    yg[i] = rounded(RMAOP_F64, rt_value(i, 3));
+    yg[i] = rt_round(RMAOP_F64, rt_value(i, 3));
   matvec(&p.M, 1, yg, r);
   const double k0 = cabs(vdot(p.M.n, r, r));
   free(yg), free(r);

@@ -52,12 +52,6 @@ static double norm_of(int n, const double *v) {
   for (int i = 0; i < n; ++i) s += v[i] * v[i];
   return sqrt(s);
 }
-static double _Complex rounded(rmaop_dtype d, double _Complex z) {
-  double _Complex tmp[1];
-  rt_store(d, tmp, 0, z);
-  return rt_load(d, tmp, 0);
-}
-
 /* ---- serial references ---- */
 
 typedef struct {
@@ -224,7 +218,7 @@ static problem make_spd(rmaop_dtype d) {
   p.M = mat_new(n, n);
   for (int r = 0; r < rt_size; off += spd_rows(r), ++r)
     for (int64_t i = 0; i < spd_rows(r); ++i)
-      for (int64_t j = 0; j < spd_rows(r); ++j) AT(p.M, off + i, off + j) = rounded(d, spd_val(r, i, j));
+      for (int64_t j = 0; j < spd_rows(r); ++j) AT(p.M, off + i, off + j) = rt_round(d, spd_val(r, i, j));
   const int64_t nr = spd_rows(rt_rank);
   void *B = rt_alloc(d, nr * nr);
   for (int64_t i = 0; i < nr; ++i)
@@ -248,7 +242,7 @@ static problem make_vstack(rmaop_dtype d) {
   p.M = mat_new(m, VCOLS);
   for (int r = 0; r < rt_size; off += vs_rows(r), ++r)
     for (int64_t i = 0; i < vs_rows(r); ++i)
-      for (int64_t j = 0; j < VCOLS; ++j) AT(p.M, off + i, j) = rounded(d, vs_val(r, i, j));
+      for (int64_t j = 0; j < VCOLS; ++j) AT(p.M, off + i, j) = rt_round(d, vs_val(r, i, j));
   const int64_t nr = vs_rows(rt_rank);
   void *B = rt_alloc(d, nr * VCOLS);
   for (int64_t i = 0; i < nr; ++i)
@@ -290,7 +284,7 @@ static problem make_dtd(rmaop_dtype d) {
   p.M = mat_new(DN, DN);
   for (int64_t i = 0; i < DN; ++i)
     for (int64_t j = 0; j < DN; ++j) {
-      double _Complex s = i == j ? rounded(d, diag_val(i)) : 0;
+      double _Complex s = i == j ? rt_round(d, diag_val(i)) : 0;
       for (int64_t k = 0; k < DN; ++k) s += conj(AT(D, k, i)) * AT(D, k, j);
       AT(p.M, i, j) = s;
     }
@@ -323,7 +317,7 @@ static rmaop_vec make_vec(rmaop_layout l, rmaop_dtype d, int s, double scale, do
   rmaop_vec_info info;
   RT_OK(rmaop_vec_get_info(v, &info));
   double _Complex *g = cvec(info.global_n);
-  for (int64_t i = 0; i < info.global_n; ++i) g[i] = rounded(d, scale * rt_value(i, s));
+  for (int64_t i = 0; i < info.global_n; ++i) g[i] = rt_round(d, scale * rt_value(i, s));
   void *buf = rt_alloc(d, info.local_n);
   for (int64_t i = 0; i < info.local_n; ++i) rt_store(d, buf, i, g[info.offset + i]);
   RT_OK(rmaop_vec_write_local(v, buf));

@@ -25,12 +25,6 @@ static void teardown(void) {
   rmaop_ctx_destroy(&ctx);
 }
 
-static double _Complex rounded(rmaop_dtype d, double _Complex z) {
-  double _Complex tmp[1];
-  rt_store(d, tmp, 0, z);
-  return rt_load(d, tmp, 0);
-}
-
 /* Rows of a balanced split of n over the ranks (PyLops-MPI local_split). */
 static int64_t split(int64_t n, int r) {
   return n / rt_size + (r < n % rt_size);
@@ -94,7 +88,7 @@ static void fill(rmaop_vec v, int s) {
 static double _Complex *global_series(rmaop_dtype d, int64_t n, int s) {
   double _Complex *g = malloc((size_t)(n > 0 ? n : 1) * sizeof *g);
   for (int64_t i = 0; i < n; ++i)
-    g[i] = rounded(d, rt_value(i, s));
+    g[i] = rt_round(d, rt_value(i, s));
   return g;
 }
 
@@ -353,7 +347,7 @@ static rmaop_op make_laplacian(rmaop_dtype d) {
 
 /* Entry (i, j) of the global matrix behind the dense blocks, as dtype d holds it. */
 static double _Complex block_entry(rmaop_dtype d, int64_t i, int64_t j, int salt) {
-  return rounded(d, HSCALE * CMPLX(sin(0.37 * (double)i + 0.11 * (double)j + salt) + 0.5,
+  return rt_round(d, HSCALE * CMPLX(sin(0.37 * (double)i + 0.11 * (double)j + salt) + 0.5,
                                    rt_is_complex(d) ? cos(0.23 * (double)i - 0.41 * (double)j + salt) : 0.0));
 }
 

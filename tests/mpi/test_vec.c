@@ -38,15 +38,9 @@ static rmaop_layout make_layout(int c) {
   return l;
 }
 
-static double _Complex rounded(rmaop_dtype d, double _Complex z) {
-  double _Complex tmp[1];
-  rt_store(d, tmp, 0, z);
-  return rt_load(d, tmp, 0);
-}
-
 /* The value of series s at global index i, as the dtype holds it. */
 static double _Complex gval(rmaop_dtype d, int64_t i, int s) {
-  return rounded(d, rt_value(i, s));
+  return rt_round(d, rt_value(i, s));
 }
 
 /* A vector holding series s. */
@@ -76,7 +70,7 @@ static void check_local(rmaop_vec v, ref_fn f, const void *arg, double tol, cons
   for (int64_t j = 0; j < info.local_n && ok; ++j) {
     got = rt_load(info.dtype, buf, j);
     want = f(info.dtype, info.offset + j, arg);
-    ok = tol == 0 ? got == rounded(info.dtype, want) : rt_close(got, want, tol, 1.0);
+    ok = tol == 0 ? got == rt_round(info.dtype, want) : rt_close(got, want, tol, 1.0);
     if (!ok)
       bad = j;
   }
