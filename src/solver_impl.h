@@ -13,18 +13,39 @@ typedef struct {
   rmaop_solver_info *info;
 } solve_clock;
 
-/* Checks the arguments every solver shares, zeroes *info and allocates niter + 1 history entries. */
+/* Options only some solvers read: checked with the shared ones, so one agreement covers both. */
+typedef rmaop_status (*solver_check_fn)(const char *fn, rmaop_ctx ctx, const rmaop_solver_options *o);
+
+/* Checks the arguments every solver shares (and @p extra's), zeroes *info and allocates niter + 1 history
+ * entries. Collective: the ranks agree on the outcome, so one rank's bad option cannot leave the others
+ * waiting in the solver's first reduction. On failure *info holds no history. */
 static inline rmaop_status solver_start(const char *fn, rmaop_op A, rmaop_vec y, rmaop_vec x,
-                                        const rmaop_solver_options *o, rmaop_solver_info *info, solve_clock *clk) {
+                                        const rmaop_solver_options *o, rmaop_solver_info *info, solve_clock *clk,
+                                        solver_check_fn extra) {
   RMAOP_REQUIRE(NULL, A != NULL, RMAOP_ERR_ARG, "%s: operator is NULL", fn);
   rmaop_ctx ctx = A->ctx;
-  RMAOP_REQUIRE(ctx, y != NULL && x != NULL, RMAOP_ERR_ARG, "%s: %s is NULL", fn, y ? "x" : "y");
-  RMAOP_REQUIRE(ctx, o != NULL && info != NULL, RMAOP_ERR_ARG, "%s: %s is NULL", fn, o ? "info" : "options");
-  RMAOP_REQUIRE(ctx, o->niter >= 0, RMAOP_ERR_ARG, "%s: niter = %d is negative", fn, o->niter);
-  RMAOP_REQUIRE(ctx, o->tol >= 0 && isfinite(o->tol) && o->damp >= 0 && isfinite(o->damp), RMAOP_ERR_ARG,
-                "%s: tol = %g and damp = %g must be finite and non-negative", fn, o->tol, o->damp);
-  memset(info, 0, sizeof *info);
-  RMAOP_CHECK(rmaop__calloc(ctx, (size_t)o->niter + 1, sizeof(double), "residual history", (void **)&info->history));
+  rmaop_status st = RMAOP_OK;
+  if (y == NULL || x == NULL)
+    st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: %s is NULL", fn, y ? "x" : "y");
+  else if (o == NULL || info == NULL)
+    st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: %s is NULL", fn, o ? "info" : "options");
+  else if (o->niter < 0)
+    st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: niter = %d is negative", fn, o->niter);
+  else if (!(o->tol >= 0 && isfinite(o->tol) && o->damp >= 0 && isfinite(o->damp)))
+    st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: tol = %g and damp = %g must be finite and non-negative", fn, o->tol,
+                     o->damp);
+  else if (extra)
+    st = extra(fn, ctx, o);
+  if (st == RMAOP_OK) {
+    memset(info, 0, sizeof *info);
+    st = rmaop__calloc(ctx, (size_t)o->niter + 1, sizeof(double), "residual history", (void **)&info->history);
+  }
+  const int allocated = st == RMAOP_OK;
+  st = rmaop__agree(ctx, st, fn);
+  if (st != RMAOP_OK) {
+    if (allocated) rmaop_solver_info_free(info);
+    return st;
+  }
   *clk = (solve_clock){ctx, rmaop__wtime(), ctx->comm_time, info};
   return RMAOP_OK;
 }

@@ -11,17 +11,14 @@ static double norm_of(int n, const double *v) {
   return sqrt(s);
 }
 
-/* Checks the options only these solvers read (solver_start checked the shared ones); frees the history on
- * failure, as the solvers' own error path would. */
-static rmaop_status check_extra(const char *fn, rmaop_ctx ctx, const rmaop_solver_options *o, rmaop_solver_info *info) {
-  rmaop_status st = RMAOP_OK;
+/* The options only these solvers read (solver_start checks them with the shared ones). */
+static rmaop_status check_extra(const char *fn, rmaop_ctx ctx, const rmaop_solver_options *o) {
   if (isnan(o->atol) || isnan(o->btol) || isnan(o->conlim))
-    st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: atol = %g, btol = %g, conlim = %g must not be NaN", fn, o->atol, o->btol,
-                     o->conlim);
-  else if (o->residual_replacement < 0)
-    st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: residual_replacement = %d is negative", fn, o->residual_replacement);
-  if (st != RMAOP_OK) rmaop_solver_info_free(info);
-  return st;
+    return RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: atol = %g, btol = %g, conlim = %g must not be NaN", fn, o->atol,
+                       o->btol, o->conlim);
+  if (o->residual_replacement < 0)
+    return RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: residual_replacement = %d is negative", fn, o->residual_replacement);
+  return RMAOP_OK;
 }
 
 /* ==== LSQR ==================================================================================== */
@@ -158,8 +155,7 @@ static lsqr_state lsqr_init_state(const rmaop_solver_options *o) {
 rmaop_status rmaop_solve_lsqr(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o,
                               rmaop_solver_info *info) {
   solve_clock clk;
-  RMAOP_CHECK(solver_start("rmaop_solve_lsqr", A, y, x, o, info, &clk));
-  RMAOP_CHECK(check_extra("rmaop_solve_lsqr", A->ctx, o, info));
+  RMAOP_CHECK(solver_start("rmaop_solve_lsqr", A, y, x, o, info, &clk, check_extra));
   lsqr_state S = lsqr_init_state(o);
   rmaop_vec u = NULL, Av = NULL, v = NULL, w = NULL, AHu = NULL;
   rmaop_status st = rmaop_vec_duplicate(y, &u);
@@ -289,8 +285,7 @@ static rmaop_status pipecg_loop(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmao
 rmaop_status rmaop_solve_pipecg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o,
                                 rmaop_solver_info *info) {
   solve_clock clk;
-  RMAOP_CHECK(solver_start("rmaop_solve_pipecg", A, y, x, o, info, &clk));
-  RMAOP_CHECK(check_extra("rmaop_solve_pipecg", A->ctx, o, info));
+  RMAOP_CHECK(solver_start("rmaop_solve_pipecg", A, y, x, o, info, &clk, check_extra));
   pipecg_vecs V = {NULL, NULL, NULL, NULL, NULL, NULL};
   rmaop_vec *all[6] = {&V.r, &V.w, &V.q, &V.z, &V.s, &V.p};
   rmaop_status st = RMAOP_OK;

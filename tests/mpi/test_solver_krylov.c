@@ -739,7 +739,13 @@ START_TEST(test_bad_input) {
     o.atol = 0, o.residual_replacement = -2;
     RT_EXPECT(solver(p.A, y, x, &o, &info), RT_BIT(RMAOP_ERR_ARG));
     RT_MESSAGE_HAS("residual_replacement = -2 is negative");
+    /* one rank's bad option: every rank returns (they agree before the first reduction), none hangs */
+    o.residual_replacement = rt_rank == rt_size - 1 ? -1 : 0;
+    RT_EXPECT_ON(solver(p.A, y, x, &o, &info), rt_size - 1, RMAOP_ERR_ARG);
     o.residual_replacement = 0;
+    o.niter = rt_rank == 0 ? -3 : 5;
+    RT_EXPECT_ON(solver(p.A, y, x, &o, &info), 0, RMAOP_ERR_ARG);
+    o.niter = 10;
     RT_EXPECT(solver(p.A, y, xbig, &o, &info), RT_BIT(RMAOP_ERR_ARG)); /* mismatched layout, on every rank */
     RT_MESSAGE_HAS("elements here");
     o.x0 = x32; /* x0 of another dtype */
