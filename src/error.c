@@ -61,6 +61,18 @@ rmaop_status rmaop__agree(rmaop_ctx ctx, rmaop_status local, const char *where) 
   return RMAOP_OK;
 }
 
+rmaop_status rmaop__same_everywhere(rmaop_ctx ctx, const int64_t *v, int n, const char *const names[], const char *fn) {
+  enum { MAXV = 32 };
+  RMAOP_REQUIRE(ctx, n >= 0 && n <= MAXV, RMAOP_ERR_INTERNAL, "%s: %d values to compare (at most %d)", fn, n, MAXV);
+  int64_t mine[2 * MAXV] = {0}, r[2 * MAXV]; /* max of v and of -v: both ends of every value's range */
+  for (int i = 0; i < n; ++i) mine[i] = v[i], mine[n + i] = v[i] == INT64_MIN ? INT64_MAX : -v[i];
+  RMAOP_CHECK_MPI(ctx, MPI_Allreduce(mine, r, 2 * n, MPI_INT64_T, MPI_MAX, ctx->comm));
+  for (int i = 0; i < n; ++i)
+    RMAOP_REQUIRE(ctx, r[i] == -r[n + i], RMAOP_ERR_ARG, "%s: %s differs between ranks (from %lld to %lld)", fn, names[i],
+                  (long long)-r[n + i], (long long)r[i]);
+  return RMAOP_OK;
+}
+
 rmaop_status rmaop__malloc(rmaop_ctx ctx, size_t bytes, const char *what, void **out) {
   void *p = NULL;
   /* 64-byte alignment: cache lines, and vector loads in the kernels. */

@@ -123,13 +123,9 @@ static rmaop_status fred_check(rmaop_ctx ctx, rmaop_dtype dtype, int64_t nsl, in
 
 /* nx, ny, nz and the dtype must agree: the slices are pieces of one G. Every rank calls (one allreduce). */
 static rmaop_status fred_same(rmaop_ctx ctx, rmaop_dtype dtype, int64_t nx, int64_t ny, int64_t nz) {
-  const char *fn = "rmaop_op_create_fredholm1";
-  int64_t v[8] = {nx, ny, nz, dtype, -nx, -ny, -nz, -(int64_t)dtype}, r[8];
-  RMAOP_CHECK_MPI(ctx, MPI_Allreduce(v, r, 8, MPI_INT64_T, MPI_MAX, ctx->comm));
-  for (int i = 0; i < 4; ++i)
-    RMAOP_REQUIRE(ctx, r[i] == -r[4 + i], RMAOP_ERR_ARG, "%s: %s differs between ranks (from %lld to %lld)", fn,
-                  (const char *const[]){"nx", "ny", "nz", "dtype"}[i], (long long)-r[4 + i], (long long)r[i]);
-  return RMAOP_OK;
+  static const char *const names[] = {"nx", "ny", "nz", "dtype"};
+  const int64_t v[4] = {nx, ny, nz, dtype};
+  return rmaop__same_everywhere(ctx, v, 4, names, "rmaop_op_create_fredholm1");
 }
 
 rmaop_status rmaop_op_create_fredholm1(rmaop_ctx ctx, rmaop_dtype dtype, int64_t nsl_local, int64_t nx, int64_t ny,

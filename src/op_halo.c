@@ -290,6 +290,17 @@ static rmaop_status create_layouts(halo *h, rmaop_layout *model, rmaop_layout *d
   return st;
 }
 
+/* Collective (after the local checks passed everywhere). */
+static rmaop_status same_spec(rmaop_ctx ctx, const rmaop_halo_spec *s, const int procs[HMAX]) {
+  static const char *const names[] = {"ndim",     "dtype",    "dims[0]",  "dims[1]",  "dims[2]", "dims[3]", "procs[0]",
+                                      "procs[1]", "procs[2]", "procs[3]", "lo[0]",    "lo[1]",   "lo[2]",   "lo[3]",
+                                      "hi[0]",    "hi[1]",    "hi[2]",    "hi[3]"};
+  int64_t v[2 + 4 * HMAX] = {s->ndim, s->dtype};
+  for (int d = 0; d < s->ndim; ++d)
+    v[2 + d] = s->dims[d], v[2 + HMAX + d] = procs[d], v[2 + 2 * HMAX + d] = s->lo[d], v[2 + 3 * HMAX + d] = s->hi[d];
+  return rmaop__same_everywhere(ctx, v, 2 + 4 * HMAX, names, "rmaop_op_create_halo");
+}
+
 rmaop_status rmaop_op_create_halo(rmaop_ctx ctx, const rmaop_halo_spec *spec, rmaop_op *A) {
   const char *fn = "rmaop_op_create_halo";
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "%s: ctx is NULL", fn);
@@ -305,6 +316,8 @@ rmaop_status rmaop_op_create_halo(rmaop_ctx ctx, const rmaop_halo_spec *spec, rm
   if (st == RMAOP_OK)
     st = rmaop__calloc(ctx, 1, sizeof *h, "halo", (void **)&h);
   st = rmaop__agree(ctx, st, fn);
+  /* Each rank computes its peers' blocks from its own arguments: they must be everyone's. */
+  if (st == RMAOP_OK) st = same_spec(ctx, spec, procs);
   if (st != RMAOP_OK) {
     free(h);
     return st;

@@ -452,15 +452,9 @@ static rmaop_status check_spec(rmaop_ctx ctx, const rmaop_matmul_spec *s, rmaop_
 }
 
 static rmaop_status same_everywhere(rmaop_ctx ctx, const rmaop_matmul_spec *s) {
-  int64_t v[10] = {s->kind, s->dtype, s->N, s->K, s->M};
-  for (int i = 0; i < 5; ++i) v[5 + i] = -v[i];
-  int64_t r[10];
-  RMAOP_CHECK_MPI(ctx, MPI_Allreduce(v, r, 10, MPI_INT64_T, MPI_MAX, ctx->comm));
-  for (int i = 0; i < 5; ++i)
-    RMAOP_REQUIRE(ctx, r[i] == -r[5 + i], RMAOP_ERR_ARG,
-                  "rmaop_op_create_matmul: %s differs between ranks (from %lld to %lld)",
-                  (const char *const[]){"kind", "dtype", "N", "K", "M"}[i], (long long)-r[5 + i], (long long)r[i]);
-  return RMAOP_OK;
+  static const char *const names[] = {"kind", "dtype", "N", "K", "M"};
+  const int64_t v[5] = {s->kind, s->dtype, s->N, s->K, s->M};
+  return rmaop__same_everywhere(ctx, v, 5, names, "rmaop_op_create_matmul");
 }
 
 static rmaop_status matmul_build(rmaop_ctx ctx, const rmaop_matmul_spec *s, const rmaop_matmul_blocks *b, mm_impl *m) {

@@ -73,6 +73,11 @@ rmaop_status rmaop__mpi_error(rmaop_ctx ctx, int mpi_code, const char *file, int
  * failing rank, RMAOP_ERR_REMOTE (with a message naming the failed ranks' count and `where`) on ranks
  * that were fine while another failed, RMAOP_OK when all succeeded. One MPI_Allreduce. */
 rmaop_status rmaop__agree(rmaop_ctx ctx, rmaop_status local, const char *where);
+/* Collective: the n values v[i] (named names[i]) are the same on every rank; else RMAOP_ERR_ARG on every
+ * rank naming the first that differs and its range ("fn: dims[1] differs between ranks (from 8 to 9)").
+ * Creators of operators whose ranks compute each other's parts from the arguments call it, since a
+ * mismatch would move data to the wrong place without any error. n <= 32. */
+rmaop_status rmaop__same_everywhere(rmaop_ctx ctx, const int64_t *v, int n, const char *const names[], const char *fn);
 
 /* Narrowing for MPI counts. */
 #define RMAOP_REQUIRE_INT(ctx, v, what) \

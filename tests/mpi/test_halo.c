@@ -551,6 +551,12 @@ START_TEST(test_errors) {
   expect_halo_error(&s, "dims[1]");
   s = ok, s.dtype = (rmaop_dtype)9;
   expect_halo_error(&s, "dtype");
+  if (P > 1) { /* valid on every rank, but not the same: each rank would place the others' blocks wrongly */
+    s = ok, s.lo[0] = rt_rank == P - 1 ? 0 : 1;
+    expect_halo_error(&s, "lo[0] differs between ranks");
+    s = ok, s.dims[0] = 9 + (rt_rank == 0);
+    expect_halo_error(&s, "dims[0] differs between ranks");
+  }
 
   rmaop_gradient_spec g = {.grid = {.ndim = 0, .local_rows = -1}, .dtype = RMAOP_F64};
   rmaop_op A = NULL;
