@@ -116,7 +116,10 @@ static rmaop_status fred_check(rmaop_ctx ctx, rmaop_dtype dtype, int64_t nsl, in
   RMAOP_REQUIRE(ctx, nsl >= 0 && nx >= 0 && ny >= 0 && nz >= 0, RMAOP_ERR_ARG,
                 "%s: sizes nsl_local = %lld, nx = %lld, ny = %lld, nz = %lld must not be negative", fn, (long long)nsl,
                 (long long)nx, (long long)ny, (long long)nz);
-  RMAOP_REQUIRE(ctx, G != NULL || nsl * nx * ny == 0, RMAOP_ERR_ARG, "%s: G is NULL with %lld slices of %lld x %lld",
+  RMAOP_REQUIRE(ctx, rmaop__fits(nx, ny) && rmaop__fits(ny, nz) && rmaop__fits(nx, nz), RMAOP_ERR_ARG,
+                "%s: a slice of %lld x %lld, %lld x %lld or %lld x %lld elements overflows 64-bit byte counts", fn,
+                (long long)nx, (long long)ny, (long long)ny, (long long)nz, (long long)nx, (long long)nz);
+  RMAOP_REQUIRE(ctx, G != NULL || nsl == 0 || nx == 0 || ny == 0, RMAOP_ERR_ARG, "%s: G is NULL with %lld slices of %lld x %lld",
                 fn, (long long)nsl, (long long)nx, (long long)ny);
   return RMAOP_OK;
 }
@@ -133,6 +136,12 @@ rmaop_status rmaop_op_create_fredholm1(rmaop_ctx ctx, rmaop_dtype dtype, int64_t
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_op_create_fredholm1: ctx is NULL");
   RMAOP_CHECK(rmaop__agree(ctx, fred_check(ctx, dtype, nsl_local, nx, ny, nz, G, out), "rmaop_op_create_fredholm1"));
   RMAOP_CHECK(rmaop__agree(ctx, fred_same(ctx, dtype, nx, ny, nz), "rmaop_op_create_fredholm1"));
+  /* Every rank holds the whole model and data (BROADCAST): all slices' worth must fit. */
+  int64_t nsl_total = 0;
+  RMAOP_CHECK_MPI(ctx, MPI_Allreduce(&nsl_local, &nsl_total, 1, MPI_INT64_T, MPI_SUM, ctx->comm));
+  RMAOP_REQUIRE(ctx, rmaop__fits(nsl_total, nx * ny) && rmaop__fits(nsl_total, ny * nz) && rmaop__fits(nsl_total, nx * nz),
+                RMAOP_ERR_ARG, "rmaop_op_create_fredholm1: %lld slices of %lld x %lld x %lld: the model or data overflows 64-bit byte counts",
+                (long long)nsl_total, (long long)nx, (long long)ny, (long long)nz);
   rmaop_status st = RMAOP_OK;
   rmaop_layout slices = NULL, model = NULL, data = NULL;
   RMAOP_CHECK(rmaop_layout_create_local(ctx, nsl_local, &slices));

@@ -107,6 +107,10 @@ rmaop_status rmaop_matmul_get_blocks(rmaop_ctx ctx, rmaop_matmul_kind kind, int6
                 (long long)K, (long long)M);
   RMAOP_REQUIRE(ctx, rank >= 0 && rank < ctx->size, RMAOP_ERR_ARG, "rmaop_matmul_get_blocks: rank %d is outside [0, %d)",
                 rank, ctx->size);
+  RMAOP_REQUIRE(ctx, rmaop__fits(N, K) && rmaop__fits(K, M) && rmaop__fits(N, M), RMAOP_ERR_ARG,
+                "rmaop_matmul_get_blocks: A %lld x %lld, X %lld x %lld and Y %lld x %lld: a matrix's size overflows "
+                "64-bit byte counts",
+                (long long)N, (long long)K, (long long)K, (long long)M, (long long)N, (long long)M);
   rmaop_matmul_blocks r = {0};
   if (kind == RMAOP_MATMUL_BLOCK) {
     r = (rmaop_matmul_blocks){.active = 1, .grid_dim = ctx->size, .grid_row = rank, .a_ncols = K, .x_ncols = M,

@@ -77,6 +77,11 @@ rmaop_status rmaop__agree(rmaop_ctx ctx, rmaop_status local, const char *where);
  * rank naming the first that differs and its range ("fn: dims[1] differs between ranks (from 8 to 9)").
  * Creators of operators whose ranks compute each other's parts from the arguments call it, since a
  * mismatch would move data to the wrong place without any error. n <= 32. */
+/* 1 when a * b elements of 16 bytes (the largest dtype) fit in 64-bit byte counts (a, b >= 0). */
+static inline int rmaop__fits(int64_t a, int64_t b) {
+  int64_t p;
+  return !__builtin_mul_overflow(a, b, &p) && !__builtin_mul_overflow(p, (int64_t)16, &p);
+}
 rmaop_status rmaop__same_everywhere(rmaop_ctx ctx, const int64_t *v, int n, const char *const names[], const char *fn);
 
 /* Narrowing for MPI counts. */

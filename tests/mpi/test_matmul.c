@@ -271,6 +271,10 @@ START_TEST(test_matmul_errors) {
   bad.N = -1;
   RT_EXPECT(rmaop_op_create_matmul(ctx, &bad, &op), RT_BIT(RMAOP_ERR_ARG));
   RT_MESSAGE_HAS("negative");
+  bad = spec; /* sizes whose products wrap around: refused, not a heap overrun at the first apply */
+  bad.N = bad.K = bad.M = (int64_t)1 << 32, bad.nrows = bad.ncols = 1;
+  RT_EXPECT(rmaop_op_create_matmul(ctx, &bad, &op), RT_BIT(RMAOP_ERR_ARG));
+  RT_MESSAGE_HAS("overflows");
   if (rt_size > 1) { /* M does not change A's rows: every rank passes its own checks, then they disagree */
     bad = spec;
     bad.M = rt_rank == 0 ? 4 : 3;
@@ -312,6 +316,12 @@ START_TEST(test_fredholm_errors) {
   RT_MESSAGE_HAS("G is NULL");
   RT_EXPECT(rmaop_op_create_fredholm1(ctx, (rmaop_dtype)9, 2, 3, 4, 1, G, &op), RT_BIT(RMAOP_ERR_ARG));
   RT_MESSAGE_HAS("dtype");
+  const int64_t big = (int64_t)1 << 32; /* slice products wrap around: refused */
+  RT_EXPECT(rmaop_op_create_fredholm1(ctx, RMAOP_F64, 1, big, big, big, G, &op), RT_BIT(RMAOP_ERR_ARG));
+  RT_MESSAGE_HAS("overflows");
+  RT_EXPECT(rmaop_op_create_fredholm1(ctx, RMAOP_F64, (int64_t)1 << 40, 1 << 20, 1, 1 << 20, G, &op),
+            RT_BIT(RMAOP_ERR_ARG));
+  RT_MESSAGE_HAS("overflows");
   if (rt_size > 1) {
     RT_EXPECT(rmaop_op_create_fredholm1(ctx, RMAOP_F64, 2, rt_rank == 0 ? 2 : 3, 4, 1, G, &op), RT_BIT(RMAOP_ERR_ARG));
     RT_MESSAGE_HAS("nx differs between ranks");
