@@ -26,6 +26,24 @@ rmaop_status rmaop__op_new(rmaop_ctx ctx, const char *name, rmaop_dtype dtype, r
   return RMAOP_OK;
 }
 
+rmaop_status rmaop__op_new_agreed(rmaop_status prior, rmaop_ctx ctx, const char *name, rmaop_dtype dtype,
+                                  rmaop_layout model, rmaop_layout data, const rmaop__op_ops *ops, void *impl,
+                                  rmaop_op *out) {
+  rmaop_op A = NULL;
+  if (prior == RMAOP_OK) prior = rmaop__op_new(ctx, name, dtype, model, data, ops, impl, &A);
+  rmaop_status st = rmaop__agree(ctx, prior, name);
+  if (st != RMAOP_OK) {
+    if (A) { /* made here, failed elsewhere: undo it but leave impl to the caller, as on the failing rank */
+      rmaop_layout_destroy(&A->model);
+      rmaop_layout_destroy(&A->data);
+      free(A);
+    }
+    return st;
+  }
+  *out = A;
+  return RMAOP_OK;
+}
+
 void rmaop_op_destroy(rmaop_op *pA) {
   if (!pA || !*pA) return;
   rmaop_op A = *pA;
@@ -148,8 +166,12 @@ static rmaop_status sum_begin(rmaop_op A, rmaop_vec in, rmaop_vec out, int adjoi
 static rmaop_status sum_end(rmaop_op A, int adjoint) {
   sum_impl *s = A->impl;
   rmaop_vec *tmp = adjoint ? s->tmp_model : s->tmp_data;
-  for (int i = 0; i < s->n && s->overlap; ++i)
-    RMAOP_CHECK(adjoint ? rmaop_op_apply_adjoint_end(s->ops[i]) : rmaop_op_apply_end(s->ops[i]));
+  rmaop_status first = RMAOP_OK; /* end every part even after one failed: none may stay active */
+  for (int i = 0; i < s->n && s->overlap; ++i) {
+    const rmaop_status st = adjoint ? rmaop_op_apply_adjoint_end(s->ops[i]) : rmaop_op_apply_end(s->ops[i]);
+    if (first == RMAOP_OK) first = st;
+  }
+  RMAOP_CHECK(first);
   for (int i = 1; i < s->n; ++i) RMAOP_CHECK(rmaop_vec_axpy(s->out, 1.0, tmp[i - 1]));
   return RMAOP_OK;
 }

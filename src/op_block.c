@@ -235,7 +235,7 @@ static rmaop_status create_block(rmaop_ctx ctx, int kind, rmaop_dtype dtype, con
     if (st == RMAOP_OK && (widened(dtype) || b->dev) && b->nred)
       st = rmaop__malloc(ctx, (size_t)b->nred * sizeof(double), "reduction buffer", (void **)&b->red);
   }
-  if (st == RMAOP_OK) st = rmaop__op_new(ctx, names[kind], dtype, model, data, &block_ops, b, out);
+  st = rmaop__op_new_agreed(st, ctx, names[kind], dtype, model, data, &block_ops, b, out);
   if (st != RMAOP_OK && b) block_free(b);
   rmaop_layout_destroy(&model);
   rmaop_layout_destroy(&data);
@@ -334,7 +334,7 @@ rmaop_status rmaop_op_create_shell(rmaop_layout model, rmaop_layout data, rmaop_
                      (long long)model->sizes[ctx->rank]);
   RMAOP_CHECK(rmaop__agree(ctx, st, "rmaop_op_create_shell"));
   shell_impl *s = NULL;
-  RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *s, "shell operator", (void **)&s));
+  RMAOP_CHECK(rmaop__agree(ctx, rmaop__calloc(ctx, 1, sizeof *s, "shell operator", (void **)&s), "rmaop_op_create_shell"));
   s->plan = plan;
   s->cb = *ops;
   s->ghost_bytes = (size_t)plan->dst_len * plan->esize;
@@ -344,8 +344,9 @@ rmaop_status rmaop_op_create_shell(rmaop_layout model, rmaop_layout data, rmaop_
   else
 #endif
     st = rmaop__calloc(ctx, s->ghost_bytes + 1, 1, "shell ghost buffer", &s->ghost);
+  st = rmaop__agree(ctx, st, "rmaop_op_create_shell"); /* plan_reverse is collective: all or none go on */
   if (st == RMAOP_OK) st = rmaop_plan_reverse(plan, NULL, &s->rev);
-  if (st == RMAOP_OK) st = rmaop__op_new(ctx, "shell", dtype, model, data, &shell_ops, s, A);
+  st = rmaop__op_new_agreed(st, ctx, "shell", dtype, model, data, &shell_ops, s, A);
   if (st != RMAOP_OK) {
     rmaop_plan_destroy(&s->rev);
     shell_free_ghost(s);

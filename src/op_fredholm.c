@@ -169,7 +169,7 @@ rmaop_status rmaop_op_create_fredholm1(rmaop_ctx ctx, rmaop_dtype dtype, int64_t
   RMAOP_CHECK_GOTO(fred_plan(f, nsl, ny * nz, "fredholm1^H", &f->gather_m), st, out_free);
   st = rmaop_layout_create(ctx, RMAOP_LAYOUT_BROADCAST, nsl * ny * nz, &model);
   if (st == RMAOP_OK) st = rmaop_layout_create(ctx, RMAOP_LAYOUT_BROADCAST, nsl * nx * nz, &data);
-  if (st == RMAOP_OK) st = rmaop__op_new(ctx, "fredholm1", dtype, model, data, &fred_ops, f, out);
+  st = rmaop__op_new_agreed(st, ctx, "fredholm1", dtype, model, data, &fred_ops, f, out);
   rmaop_layout_destroy(&model);
   rmaop_layout_destroy(&data);
   if (st == RMAOP_OK) goto out_slices;

@@ -328,8 +328,7 @@ rmaop_status rmaop_op_create_halo(rmaop_ctx ctx, const rmaop_halo_spec *spec, rm
   st = build_plan(h, spec->label ? spec->label : "halo");
   if (st == RMAOP_OK)
     st = create_layouts(h, &model, &data);
-  if (st == RMAOP_OK)
-    st = rmaop__op_new(ctx, "halo", spec->dtype, model, data, &halo_ops, h, A);
+  st = rmaop__op_new_agreed(st, ctx, "halo", spec->dtype, model, data, &halo_ops, h, A);
   if (st != RMAOP_OK)
     halo_free(h);
   rmaop_layout_destroy(&model); /* the operator holds its own references */

@@ -497,8 +497,7 @@ rmaop_status rmaop_op_create_matmul(rmaop_ctx ctx, const rmaop_matmul_spec *spec
   rmaop_status st = rmaop__agree(ctx, matmul_build(ctx, spec, &b, m), "rmaop_op_create_matmul");
   if (st == RMAOP_OK) st = rmaop_layout_create_local(ctx, b.x_nrows * b.x_ncols, &model);
   if (st == RMAOP_OK) st = rmaop_layout_create_local(ctx, b.y_nrows * b.y_ncols, &data);
-  if (st == RMAOP_OK)
-    st = rmaop__op_new(ctx, spec->kind == RMAOP_MATMUL_SUMMA ? "matmul.summa" : "matmul.block", spec->dtype, model,
+  st = rmaop__op_new_agreed(st, ctx, spec->kind == RMAOP_MATMUL_SUMMA ? "matmul.summa" : "matmul.block", spec->dtype, model,
                        data, spec->kind == RMAOP_MATMUL_SUMMA ? &summa_ops : &block_ops, m, out);
   if (st != RMAOP_OK) mm_free(m);
   rmaop_layout_destroy(&model);

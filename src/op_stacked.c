@@ -68,7 +68,13 @@ static rmaop_status stacked_begin(rmaop_op A, rmaop_vec in, rmaop_vec out, int a
 
 static rmaop_status stacked_end(rmaop_op A, int adjoint) {
   stacked_impl *s = A->impl;
-  for (int i = 0; i < s->n && s->overlap; ++i) RMAOP_CHECK(part_end(s->ops[i], adjoint));
+  /* End every part even after one failed: none may stay active with its epoch open (peers wait on it). */
+  rmaop_status first = RMAOP_OK;
+  for (int i = 0; i < s->n && s->overlap; ++i) {
+    const rmaop_status st = part_end(s->ops[i], adjoint);
+    if (first == RMAOP_OK) first = st;
+  }
+  RMAOP_CHECK(first);
   if (s->kind == STACKED_VSTACK && adjoint)
     for (int i = 1; i < s->n; ++i) RMAOP_CHECK(rmaop_vec_axpy(s->out, 1.0, s->tmp[i - 1]));
   return RMAOP_OK;

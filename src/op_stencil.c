@@ -454,8 +454,7 @@ static rmaop_status create_derivative(rmaop_ctx ctx, const rmaop_deriv_spec *spe
   RMAOP_CHECK(grid_layout(ctx, &spec->grid, &rows, &elems, &inner));
   stencil *s = NULL;
   st = stencil_build(ctx, spec, order, rows, inner, 1.0, &s);
-  if (st == RMAOP_OK)
-    st = rmaop__op_new(ctx, order == 1 ? "first_derivative" : "second_derivative", spec->dtype, elems, elems,
+  st = rmaop__op_new_agreed(st, ctx, order == 1 ? "first_derivative" : "second_derivative", spec->dtype, elems, elems,
                        &stencil_ops, s, out);
   if (st != RMAOP_OK) st_free(s);
   rmaop_layout_destroy(&rows);
@@ -558,7 +557,7 @@ rmaop_status rmaop_op_create_laplacian(rmaop_ctx ctx, const rmaop_laplacian_spec
         break;
       }
     for (int i = 1; i < l->n; ++i) l->parts[i]->accumulate = 1;
-    st = rmaop__op_new(ctx, "laplacian", spec->dtype, elems, elems, &laplacian_ops, l, A);
+    st = rmaop__op_new_agreed(st, ctx, "laplacian", spec->dtype, elems, elems, &laplacian_ops, l, A);
   }
   if (st != RMAOP_OK && l) {
     for (int i = 0; i < l->n; ++i) st_free(l->parts[i]);

@@ -330,6 +330,13 @@ const char *rmaop__layout_kind_name(rmaop_layout_kind kind);
 void rmaop__vec_part_view(rmaop_vec v, int i, struct rmaop_vec_s *view);
 
 /* Deterministic pseudo-random values by global index (dot tests, benchmarks). */
+/* rmaop__op_new for collective constructors, called by every rank with its status so far (`prior`; the
+ * operator is made only where it is RMAOP_OK): the ranks agree on the outcome, so when anything failed on
+ * one rank every rank frees its impl (whose plans and windows are freed collectively). On failure impl is
+ * the caller's. */
+rmaop_status rmaop__op_new_agreed(rmaop_status prior, rmaop_ctx ctx, const char *name, rmaop_dtype dtype,
+                                  rmaop_layout model, rmaop_layout data, const rmaop__op_ops *ops, void *impl,
+                                  rmaop_op *out);
 rmaop_status rmaop__vec_fill_random(rmaop_vec v, unsigned seed);
 /* 1 when no leaf operator occurs twice among ops (their applications may be begun together; an operator
  * has one execution state, so 2 D + D must run its parts one after the other). */
