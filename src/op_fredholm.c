@@ -71,6 +71,7 @@ static void fred_release(fred_impl *f, void **p) {
 }
 
 static void fred_free(fred_impl *f) {
+  if (!f) return;
   rmaop_plan_destroy(&f->gather_d);
   rmaop_plan_destroy(&f->gather_m);
   fred_release(f, &f->G);
@@ -97,8 +98,12 @@ static rmaop_status fred_alloc(fred_impl *f, int64_t n, const char *what, void *
 static rmaop_status fred_plan(fred_impl *f, int64_t nsl_total, int64_t w, const char *label, rmaop_plan *plan) {
   rmaop_ctx ctx = f->ctx;
   rmaop_transfer *t = NULL;
-  RMAOP_CHECK(rmaop__agree(ctx, rmaop__calloc(ctx, (size_t)ctx->size, sizeof *t, "fredholm transfers", (void **)&t),
-                           "rmaop_op_create_fredholm1"));
+  rmaop_status made = rmaop__agree(ctx, rmaop__calloc(ctx, (size_t)ctx->size, sizeof *t, "fredholm transfers", (void **)&t),
+                                   "rmaop_op_create_fredholm1");
+  if (made != RMAOP_OK) {
+    free(t); /* allocated here, failed on another rank */
+    return made;
+  }
   int nt = 0;
   for (int q = 0; q < ctx->size && f->nsl > 0; ++q) t[nt++] = (rmaop_transfer){q, 0, f->off * w, f->nsl * w};
   rmaop_plan_spec spec = {.dtype = f->dtype, .src_len = f->nsl * w, .dst_len = nsl_total * w, .nsends = nt,
@@ -147,7 +152,7 @@ rmaop_status rmaop_op_create_fredholm1(rmaop_ctx ctx, rmaop_dtype dtype, int64_t
   RMAOP_CHECK(rmaop_layout_create_local(ctx, nsl_local, &slices));
   fred_impl *f = NULL;
   st = rmaop__calloc(ctx, 1, sizeof *f, "fredholm1 operator", (void **)&f);
-  RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, "rmaop_op_create_fredholm1"), st, out_slices);
+  RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, "rmaop_op_create_fredholm1"), st, out_free); /* f may exist here */
   *f = (fred_impl){.ctx = ctx, .dtype = dtype, .es = rmaop_dtype_size(dtype), .nsl = nsl_local,
                    .off = slices->offsets[ctx->rank], .nx = nx, .ny = ny, .nz = nz};
   const int64_t nsl = slices->global_n;

@@ -357,7 +357,11 @@ static rmaop_status summa_plan(mm_impl *m, int64_t k, int adjoint, const char *l
   rmaop_ctx ctx = m->ctx;
   rmaop_transfer *t = NULL;
   rmaop_status st = rmaop__calloc(ctx, 2 * (size_t)m->g * (size_t)m->g + 1, sizeof *t, "summa transfers", (void **)&t);
-  RMAOP_CHECK(rmaop__agree(ctx, st, "rmaop_op_create_matmul"));
+  st = rmaop__agree(ctx, st, "rmaop_op_create_matmul");
+  if (st != RMAOP_OK) {
+    free(t); /* allocated here, failed on another rank */
+    return st;
+  }
   int nt = 0;
   for (int r = 0; r < m->g * m->g; ++r) {
     fetch f[2];
@@ -491,8 +495,12 @@ rmaop_status rmaop_op_create_matmul(rmaop_ctx ctx, const rmaop_matmul_spec *spec
   RMAOP_CHECK(rmaop__agree(ctx, check_spec(ctx, spec, out, &b), "rmaop_op_create_matmul"));
   RMAOP_CHECK(rmaop__agree(ctx, same_everywhere(ctx, spec), "rmaop_op_create_matmul"));
   mm_impl *m = NULL;
-  RMAOP_CHECK(rmaop__agree(ctx, rmaop__calloc(ctx, 1, sizeof *m, "matmul operator", (void **)&m),
-                           "rmaop_op_create_matmul"));
+  rmaop_status made = rmaop__agree(ctx, rmaop__calloc(ctx, 1, sizeof *m, "matmul operator", (void **)&m),
+                                   "rmaop_op_create_matmul");
+  if (made != RMAOP_OK) {
+    free(m); /* allocated here, failed on another rank */
+    return made;
+  }
   rmaop_layout model = NULL, data = NULL;
   rmaop_status st = rmaop__agree(ctx, matmul_build(ctx, spec, &b, m), "rmaop_op_create_matmul");
   if (st == RMAOP_OK) st = rmaop_layout_create_local(ctx, b.x_nrows * b.x_ncols, &model);
