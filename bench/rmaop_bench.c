@@ -226,11 +226,12 @@ static void solve_synced(path *p, int niter, int rep) {
   MPI_Allreduce(&n, &nmin, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(&n, &nmax, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   double *t = calloc((size_t)nmax + 1, sizeof *t), total = 0;
+  if (!t) die("trace site times (out of memory)", p->ctx); /* before the collective below, not around it */
   rmaop_trace_site site;
-  for (int i = 0; t && i < n; ++i)
+  for (int i = 0; i < n; ++i)
     if (rmaop_trace_get(p->ctx, i, &site) == RMAOP_OK) t[i] = site.time_inside;
-  if (t) MPI_Allreduce(MPI_IN_PLACE, t, nmax, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  for (int i = 0; t && i < nmax; ++i) total += t[i];
+  MPI_Allreduce(MPI_IN_PLACE, t, nmax, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  for (int i = 0; i < nmax; ++i) total += t[i];
   if (rank == 0 && nmin != nmax) fprintf(stderr, "rmaop-bench: %s: ranks traced %d..%d sites\n", p->name, nmin, nmax);
   p->sync_comm[rep] = total / (info.iterations ? info.iterations : 1);
   free(t);

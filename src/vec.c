@@ -526,6 +526,10 @@ static rmaop_status stacked_io(rmaop_vec v, int root, const void *global, int ga
     st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: root %d is outside [0, %d)", fn, root, ctx->size);
   else if (ctx->rank == root && global == NULL && v->layout->global_n > 0)
     st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: the global buffer is NULL on the root", fn);
+  for (int i = 0; i < v->layout->nparts && st == RMAOP_OK; ++i) /* each part's own limit, before any part moves */
+    if (v->layout->parts[i]->global_n > INT_MAX)
+      st = RMAOP_ERROR(ctx, RMAOP_ERR_UNSUPPORTED, "%s: part %d's %lld elements exceed an MPI count (INT_MAX)", fn, i,
+                       (long long)v->layout->parts[i]->global_n);
   RMAOP_CHECK(rmaop__agree(ctx, st, fn));
   const size_t es = rmaop_dtype_size(v->dtype);
   int64_t goff = 0;
