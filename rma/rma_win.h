@@ -36,6 +36,10 @@ typedef struct rma_transport {
 extern const rma_transport rma__transport_mpi;
 extern const rma_transport rma__transport_shm;
 extern const rma_transport rma__transport_self;
+#ifdef RMAOP_HAVE_CUDA
+/* This rank's own memory in a GPU window over MPI (a stream copy, finished before it returns). */
+extern const rma_transport rma__transport_dev_self;
+#endif
 /* Node-local GPU memory through CUDA IPC (transport_ipc.c); also the own rank of a GPU window. In a
  * build without CUDA every call returns RMAOP_ERR_UNSUPPORTED (no GPU window can exist there). */
 extern const rma_transport rma__transport_ipc;

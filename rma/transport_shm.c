@@ -84,3 +84,32 @@ const rma_transport rma__transport_self = {
     .notify = self_notify,
     .read_flag = self_read_flag,
 };
+
+#ifdef RMAOP_HAVE_CUDA
+#include "device.h"
+
+/* ---- self on a GPU window over MPI: this rank's own device memory. MPI to oneself is not part of a PSCW
+ * access epoch (self is never in the start group), so the copy stays local: cudaMemcpyAsync on the
+ * context's stream, finished before returning (the epoch's end does not wait for the stream). The
+ * origin must not overlap the target range (unlike the host self transport's memmove). */
+
+static rmaop_status dev_self_put(rmaop_win w, const void *origin, size_t bytes, int target, size_t disp) {
+  RMAOP_CHECK(rmaop__dev_copy(w->ctx, w->base + disp, origin, bytes));
+  return rmaop__dev_sync(w->ctx);
+}
+
+static rmaop_status dev_self_get(rmaop_win w, void *origin, size_t bytes, int target, size_t disp) {
+  RMAOP_CHECK(rmaop__dev_copy(w->ctx, origin, w->base + disp, bytes));
+  return rmaop__dev_sync(w->ctx);
+}
+
+const rma_transport rma__transport_dev_self = {
+    .name = "self",
+    .kind = RMAOP_TRANSPORT_SELF,
+    .put = dev_self_put,
+    .get = dev_self_get,
+    .flush = self_flush,
+    .notify = self_notify,
+    .read_flag = self_read_flag,
+};
+#endif

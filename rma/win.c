@@ -268,8 +268,12 @@ static rmaop_status setup_control(rmaop_win w, size_t ctrl_bytes) {
 static void set_transports(rmaop_win w) {
   const char *name = NULL;
   for (int r = 0; r < w->size; ++r) {
-    /* GPU memory over MPI: the own rank too (a host memcpy cannot reach device memory) */
-    w->tp[r] = w->dev_mpi ? &rma__transport_mpi : rma__choose_transport(w->ctx, w->device, w->shared, r);
+    w->tp[r] = rma__choose_transport(w->ctx, w->device, w->shared, r);
+#ifdef RMAOP_HAVE_CUDA
+    /* GPU memory over MPI: MPI towards the others; the own rank a stream copy (a host memcpy cannot reach
+     * device memory, and MPI to oneself is outside a PSCW access epoch) */
+    if (w->dev_mpi) w->tp[r] = r == w->rank ? &rma__transport_dev_self : &rma__transport_mpi;
+#endif
     if (r == w->rank)
       continue;
     if (!name)
