@@ -21,8 +21,9 @@
  *
  * GPU windows (ipc transport, every rank on one node): fence, pscw and lock all run as this flag
  * handshake with the epoch's declared peers, and every step is stream-side (the transport's notify is
- * a flag write ordered after the puts on the context's stream, its wait_flag a stream wait), so no
- * step blocks the host and the data is in stream order for the unpack kernels:
+ * a flag write ordered after the puts on the context's stream, its wait_flag a stream wait; each step
+ * ends in rma__ipc_submit, which makes the step's small puts, flags and waits one kernel), so no step
+ * blocks the host and the data is in stream order for the unpack kernels:
  *   lock   exactly as on the host.
  *   pscw   post = "ready" to each origin, start = stream wait for each target's "ready", complete =
  *          "done" to each target, wait = stream wait for each origin's "done": PSCW's own semantics.
@@ -112,6 +113,11 @@ static rmaop_status wait_slot(rmaop_win w, int peer, int slot, int64_t want, con
   }
 }
 
+/* The end of an epoch step: a GPU window's step becomes one kernel on the stream (transport_ipc.c). */
+static rmaop_status step_done(rmaop_win w) {
+  return w->device ? rma__ipc_submit(w) : RMAOP_OK;
+}
+
 static rmaop_status flags_begin(rmaop_win w) {
   /* Announce first, then wait: two ranks that are each other's target never wait on each other. */
   for (int i = 0; i < w->norigins; ++i) {
@@ -129,7 +135,7 @@ static rmaop_status flags_begin(rmaop_win w) {
     if (!skips_ready(w, t))
       RMAOP_CHECK(wait_slot(w, t, t, k, "ready", &deadline));
   }
-  return RMAOP_OK;
+  return step_done(w);
 }
 
 static rmaop_status flags_origin_done(rmaop_win w) {
@@ -139,7 +145,7 @@ static rmaop_status flags_origin_done(rmaop_win w) {
     const int t = w->targets[i];
     RMAOP_CHECK(w->tp[t]->notify(w, t, w->size + w->rank, w->out_epochs[t]));
   }
-  return RMAOP_OK;
+  return step_done(w);
 }
 
 static rmaop_status flags_end(rmaop_win w) {
@@ -148,6 +154,7 @@ static rmaop_status flags_end(rmaop_win w) {
     const int o = w->origins[i];
     RMAOP_CHECK(wait_slot(w, o, w->size + o, w->in_epochs[o], "done", &deadline));
   }
+  RMAOP_CHECK(step_done(w));
   /* The flags were read with acquire semantics; MPI_Win_sync makes the payload stores of the
    * origins visible to this process's loads in MPI's terms too (§11.5.4). */
   if (w->norigins > 0 && w->win != MPI_WIN_NULL) /* GPU windows: stream order, no MPI window */
@@ -166,7 +173,7 @@ rmaop_status rma__post_ready(rmaop_win w) {
     RMAOP_CHECK(w->tp[o]->notify(w, o, w->rank, next));
     w->ready_sent[o] = next;
   }
-  return RMAOP_OK;
+  return step_done(w);
 }
 
 /* ---- pscw through MPI ---- */

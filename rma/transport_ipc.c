@@ -14,22 +14,31 @@
  *            cyclically ((int32_t)(*addr - value) >= 0), so 32-bit per-pair counters may wrap. With
  *            CU_STREAM_WAIT_VALUE_FLUSH where the device supports it (remote writes visible to later work).
  *
- * epoch.c runs every sync mode of a GPU window as its flag handshake (the mapping is written there).
- * Timeouts: a stream-side wait cannot time out; only the public epoch end and the window free wait on
- * the host, bounded by the context's timeout.
+ * Small epochs as one kernel (ipc_batch.h): a put of at most RMAOP_IPC_STORE_MAX bytes (default 64 KiB)
+ * from device memory is not a copy-engine copy but an entry of a pending batch; the flag writes of the
+ * same epoch step join it, and the step's end (rma__ipc_submit, called by epoch.c) launches one kernel
+ * that stores the payloads into the peers' mappings, fences, and stores the flags. Flag waits on a peer
+ * that sits on another GPU spin in that kernel too (RMAOP_IPC_WAIT=auto): a spinning kernel would hold
+ * up a peer process on the same GPU (contexts time-slice), so those waits stay cuStreamWaitValue32.
+ * Once a copy-engine copy went out in an epoch step, that step's flags are stream memops, whose
+ * implicit fence orders them after the copy; RMAOP_IPC_STORE_MAX=0 gives the all-copy-engine path.
  *
- * Not done here yet: payload stores from a kernel for small epochs (ARCHITECTURE.md, "Small versus
- * large messages on GPUs"); every put is a copy-engine copy. */
+ * epoch.c runs every sync mode of a GPU window as its flag handshake (the mapping is written there).
+ * Timeouts: a kernel wait gives up after the context's timeout (GPU global timer) and records which
+ * flag it waited for in the context's record (device.h); every later synchronization of the context
+ * (a dot, rmaop_ctx_synchronize, the public epoch end) and the next epoch step report it as
+ * RMAOP_ERR_TIMEOUT. A stream memop wait cannot time out: only the host waits that follow it (public
+ * epoch end, window free) are bounded, by the same timeout. */
 #include "rma_win.h"
 
 #ifdef RMAOP_HAVE_CUDA
 
 #include <cuda.h>
 #include <cuda_runtime.h>
-#include <sched.h>
 #include <stdint.h>
 
 #include "device.h"
+#include "ipc_batch.h"
 
 /* What one rank publishes at creation. */
 typedef struct {
@@ -37,7 +46,7 @@ typedef struct {
   cudaIpcMemHandle_t ctrl;
   uint64_t data_offset; /* window start inside the allocation `data` names (user memory may be interior) */
   int32_t has_data;     /* 0: empty window, no handle */
-  int32_t pad;
+  int32_t pci[3];       /* PCI domain, bus, device of the rank's GPU (same GPU: no spinning waits) */
 } ipc_card;
 
 typedef struct {
@@ -46,6 +55,12 @@ typedef struct {
   uint32_t **peer_ctrl; /* [size] every rank's flag slots as mapped here (own: ctrl) */
   void **data_map;      /* [size] cudaIpcOpenMemHandle results for the peers' memory (to close) */
   unsigned wait_flags;
+  rma_ipc_batch batch;    /* the epoch step's pending kernel work (ipc_batch.h) */
+  int ce_dirty;           /* a copy-engine copy went out in this epoch step: its flags are stream memops */
+  size_t store_max;       /* puts up to this size are kernel stores (0: none) */
+  unsigned char *spin;    /* [size] waits for rank r's flags spin in the batch kernel */
+  unsigned *blocks_done;  /* device counter of the batch kernel */
+  uintptr_t dev_lo, dev_hi; /* the last origin allocation found to be device memory */
 } ipc_state;
 
 #define STREAM(w) ((cudaStream_t)(w)->ctx->stream)
@@ -108,17 +123,76 @@ static CUdeviceptr dptr(const void *p) {
   return (CUdeviceptr)(uintptr_t)p;
 }
 
+/* ---- the batch of an epoch step ---- */
+
+static rmaop_status launch_batch(rmaop_win w) {
+  ipc_state *s = w->ipc;
+  rma_ipc_batch *b = &s->batch;
+  if (b->ncopy + b->nwrite + b->nwait == 0)
+    return RMAOP_OK;
+  b->timeout_ns = (uint64_t)(w->ctx->timeout * 1e9);
+  b->blocks_done = s->blocks_done;
+  b->error = (rmaop__dev_wait_record *)w->ctx->dev_wait_record_dev;
+  const cudaError_t e = (cudaError_t)rma__ipc_batch_launch(STREAM(w), b);
+  b->ncopy = b->nwrite = b->nwait = 0;
+  b->copy_bytes = 0;
+  if (e != cudaSuccess)
+    return RMAOP_ERROR(w->ctx, RMAOP_ERR_CUDA, "rma ipc: the epoch kernel did not launch: %s (%s)",
+                       cudaGetErrorString(e), cudaGetErrorName(e));
+  return RMAOP_OK;
+}
+
+rmaop_status rma__ipc_submit(rmaop_win w) {
+  ipc_state *s = w->ipc;
+  if (!s)
+    return RMAOP_OK;
+  RMAOP_CHECK(rmaop__dev_check_waits(w->ctx));
+  RMAOP_CHECK(launch_batch(w));
+  s->ce_dirty = 0; /* the step's flags were ordered after its copies */
+  return RMAOP_OK;
+}
+
+/* Whether [p, p + bytes) is device memory a kernel may read (one allocation; cached: plans put from
+ * the same staging every epoch). */
+static int origin_on_device(ipc_state *s, const void *p, size_t bytes) {
+  const uintptr_t a = (uintptr_t)p;
+  if (a >= s->dev_lo && a + bytes <= s->dev_hi)
+    return 1;
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (drv.address_range(&base, &size, dptr(p)) != CUDA_SUCCESS)
+    return 0;
+  s->dev_lo = (uintptr_t)base;
+  s->dev_hi = (uintptr_t)base + size;
+  return a + bytes <= s->dev_hi;
+}
+
 /* ---- the transport ---- */
 
 /* cudaMemcpy with overlapping ranges is undefined: a put to the own rank must not take its origin
  * from the same window bytes (plans never put to themselves). */
 static rmaop_status ipc_put(rmaop_win w, const void *origin, size_t bytes, int target, size_t disp) {
-  IPC_CHECK(w->ctx, cudaMemcpyAsync(w->peer_base[target] + disp, origin, bytes, cudaMemcpyDefault, STREAM(w)));
+  ipc_state *s = w->ipc;
+  rma_ipc_batch *b = &s->batch;
+  char *dst = w->peer_base[target] + disp;
+  if (bytes <= s->store_max && origin_on_device(s, origin, bytes)) {
+    if (b->nwrite || b->nwait || b->ncopy == RMA_IPC_BATCH_MAX || b->copy_bytes + bytes > RMA_IPC_BATCH_BYTES)
+      RMAOP_CHECK(launch_batch(w)); /* copies come first in a batch */
+    b->copy[b->ncopy++] = (rma_ipc_copy){dst, origin, (uint64_t)bytes};
+    b->copy_bytes += bytes;
+    return RMAOP_OK;
+  }
+  RMAOP_CHECK(launch_batch(w));
+  IPC_CHECK(w->ctx, cudaMemcpyAsync(dst, origin, bytes, cudaMemcpyDefault, STREAM(w)));
+  s->ce_dirty = 1;
   return RMAOP_OK;
 }
 
 static rmaop_status ipc_get(rmaop_win w, void *origin, size_t bytes, int target, size_t disp) {
+  ipc_state *s = w->ipc;
+  RMAOP_CHECK(launch_batch(w));
   IPC_CHECK(w->ctx, cudaMemcpyAsync(origin, w->peer_base[target] + disp, bytes, cudaMemcpyDefault, STREAM(w)));
+  s->ce_dirty = 1; /* a "done" must not overtake the read */
   return RMAOP_OK;
 }
 
@@ -128,13 +202,30 @@ static rmaop_status ipc_flush(rmaop_win w, int peer) {
 
 static rmaop_status ipc_notify(rmaop_win w, int peer, int slot, int64_t value) {
   ipc_state *s = w->ipc;
-  IPC_CHECK_CU(w->ctx, drv.write_value32((CUstream)STREAM(w), dptr(s->peer_ctrl[peer] + slot), (cuuint32_t)value,
+  rma_ipc_batch *b = &s->batch;
+  uint32_t *flag = s->peer_ctrl[peer] + slot;
+  if (s->store_max > 0 && !s->ce_dirty) {
+    if (b->nwait || b->nwrite == RMA_IPC_BATCH_MAX)
+      RMAOP_CHECK(launch_batch(w)); /* writes come before waits in a batch */
+    b->write[b->nwrite++] = (rma_ipc_flag){flag, (uint32_t)value, (uint32_t)slot};
+    return RMAOP_OK;
+  }
+  RMAOP_CHECK(launch_batch(w));
+  IPC_CHECK_CU(w->ctx, drv.write_value32((CUstream)STREAM(w), dptr(flag), (cuuint32_t)value,
                                             CU_STREAM_WRITE_VALUE_DEFAULT));
   return RMAOP_OK;
 }
 
 static rmaop_status ipc_wait_flag(rmaop_win w, int slot, int64_t value) {
   ipc_state *s = w->ipc;
+  rma_ipc_batch *b = &s->batch;
+  if (s->spin[slot % w->size]) {
+    if (b->nwait == RMA_IPC_BATCH_MAX)
+      RMAOP_CHECK(launch_batch(w));
+    b->wait[b->nwait++] = (rma_ipc_flag){s->ctrl + slot, (uint32_t)value, (uint32_t)slot};
+    return RMAOP_OK;
+  }
+  RMAOP_CHECK(launch_batch(w));
   IPC_CHECK_CU(w->ctx,
                drv.wait_value32((CUstream)STREAM(w), dptr(s->ctrl + slot), (cuuint32_t)value, s->wait_flags));
   return RMAOP_OK;
@@ -163,42 +254,9 @@ const rma_transport rma__transport_ipc = {
 
 /* ---- host-side completion ---- */
 
-/* 1 once the stream is idle, 0 on a CUDA error or after `timeout` seconds (a peer never signalled). */
-static int stream_drained(rmaop_win w, double timeout, cudaError_t *err) {
-  double deadline = 0.0;
-  for (unsigned spin = 0;; ++spin) {
-    cudaError_t e = cudaStreamQuery(STREAM(w));
-    if (e == cudaSuccess)
-      return 1;
-    if (e != cudaErrorNotReady) {
-      *err = e;
-      return 0;
-    }
-    if (spin < 256)
-      continue;
-    const double now = rmaop__wtime();
-    if (deadline == 0.0)
-      deadline = now + timeout;
-    if (now > deadline) {
-      *err = cudaErrorNotReady;
-      return 0;
-    }
-    sched_yield();
-  }
-}
-
 rmaop_status rma__ipc_host_sync(rmaop_win w) {
-  cudaError_t e = cudaSuccess;
-  if (stream_drained(w, w->ctx->timeout, &e))
-    return RMAOP_OK;
-  if (e != cudaErrorNotReady)
-    return RMAOP_ERROR(w->ctx, RMAOP_ERR_CUDA, "rma ipc epoch end: the context's stream failed: %s (%s)",
-                       cudaGetErrorString(e), cudaGetErrorName(e));
-  return RMAOP_ERROR(w->ctx, RMAOP_ERR_TIMEOUT,
-                     "rma ipc epoch end: rank %d waited %g s (RMAOP_TIMEOUT) for its stream, which waits on a flag "
-                     "of a peer (\"ready\" from a target or \"done\" from an origin); did every peer enter the "
-                     "matching epoch with this rank in its lists? The stream stays blocked: the context is unusable",
-                     w->rank, w->ctx->timeout);
+  RMAOP_CHECK(rma__ipc_submit(w));
+  return rmaop__dev_drain(w->ctx, "rma ipc epoch end");
 }
 
 /* ---- creation ---- */
@@ -213,6 +271,9 @@ static rmaop_status make_local(rmaop_win w, void *user_base, size_t bytes, ipc_c
   w->ipc = s; /* from here on rma__ipc_free releases whatever exists */
   RMAOP_CHECK(rmaop__calloc(ctx, P, sizeof *s->peer_ctrl, "ipc flag mappings", (void **)&s->peer_ctrl));
   RMAOP_CHECK(rmaop__calloc(ctx, P, sizeof *s->data_map, "ipc memory mappings", (void **)&s->data_map));
+  RMAOP_CHECK(rmaop__calloc(ctx, P, sizeof *s->spin, "ipc wait kinds", (void **)&s->spin));
+  RMAOP_CHECK(rmaop__dev_malloc(ctx, sizeof *s->blocks_done, "ipc batch counter", (void **)&s->blocks_done));
+  s->store_max = ctx->ipc_store_max;
 
   void *alloc_base = NULL; /* the allocation whose handle we publish */
   size_t offset = 0;
@@ -261,6 +322,9 @@ static rmaop_status make_local(rmaop_win w, void *user_base, size_t bytes, ipc_c
     flush = 0;
   }
   s->wait_flags = CU_STREAM_WAIT_VALUE_GEQ | (flush ? CU_STREAM_WAIT_VALUE_FLUSH : 0);
+  IPC_CHECK(ctx, cudaDeviceGetAttribute(&card->pci[0], cudaDevAttrPciDomainId, ctx->device));
+  IPC_CHECK(ctx, cudaDeviceGetAttribute(&card->pci[1], cudaDevAttrPciBusId, ctx->device));
+  IPC_CHECK(ctx, cudaDeviceGetAttribute(&card->pci[2], cudaDevAttrPciDeviceId, ctx->device));
   return RMAOP_OK;
 }
 
@@ -269,6 +333,8 @@ static rmaop_status map_peers(rmaop_win w, const ipc_card *cards) {
   rmaop_ctx ctx = w->ctx;
   ipc_state *s = w->ipc;
   for (int r = 0; r < w->size; ++r) {
+    const int other_gpu = memcmp(cards[r].pci, cards[w->rank].pci, sizeof cards[r].pci) != 0;
+    s->spin[r] = ctx->ipc_wait == RMAOP__IPC_WAIT_KERNEL || (ctx->ipc_wait == RMAOP__IPC_WAIT_AUTO && other_gpu);
     if (r == w->rank) {
       w->peer_base[r] = w->base;
       s->peer_ctrl[r] = s->ctrl;
@@ -321,8 +387,9 @@ void rma__ipc_free(rmaop_win w) {
     /* My stream's last flag writes go into peers' memory: drain it, and let every peer drain its own,
      * before anyone unmaps or frees. A stream stuck on a flag that never came (after an error) keeps
      * its memory: leaked rather than freed under a pending write. */
-    cudaError_t e = cudaSuccess;
-    const int drained = stream_drained(w, w->ctx->timeout, &e);
+    (void)launch_batch(w); /* what the last step left (an error stays recorded in the context) */
+    (void)rmaop__dev_drain(w->ctx, "rma ipc window free");
+    const int drained = cudaStreamQuery(STREAM(w)) == cudaSuccess;
     MPI_Barrier(w->ctx->comm);
     if (!drained)
       return;
@@ -337,6 +404,8 @@ void rma__ipc_free(rmaop_win w) {
   }
   rmaop__dev_free(s->alloc);
   rmaop__dev_free(s->ctrl);
+  rmaop__dev_free(s->blocks_done);
+  free(s->spin);
   free(s->peer_ctrl);
   free(s->data_map);
   free(s);
@@ -371,6 +440,9 @@ rmaop_status rma__ipc_build(rmaop_win w, void *user_base, size_t bytes) {
 }
 void rma__ipc_free(rmaop_win w) {}
 rmaop_status rma__ipc_host_sync(rmaop_win w) {
+  return RMAOP_OK;
+}
+rmaop_status rma__ipc_submit(rmaop_win w) {
   return RMAOP_OK;
 }
 

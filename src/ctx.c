@@ -2,12 +2,14 @@
 #include "rmaop_impl.h"
 #include "device.h"
 
+#include <errno.h>
 #include <stdio.h>
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>
 #endif
 
 static const char *const trace_names[] = {"0", "1", "sync", NULL}; /* = RMAOP_TRACE_OFF, _ON, _SYNCED */
+static const char *const ipc_wait_names[] = {"auto", "kernel", "stream", NULL}; /* = RMAOP__IPC_WAIT_* */
 
 void rmaop_ctx_options_init(rmaop_ctx_options *opts) {
   if (!opts) return;
@@ -62,6 +64,17 @@ static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) 
                   "RMAOP_TIMEOUT=\"%s\" is not a positive number of seconds", v);
     ctx->timeout = t;
   }
+  {
+    const char *v = option_value(NULL, "RMAOP_IPC_STORE_MAX");
+    char *end = NULL;
+    errno = 0;
+    const long long b = strtoll(v, &end, 10);
+    RMAOP_REQUIRE(ctx, end != v && *end == '\0' && errno == 0 && b >= 0 && b <= (1LL << 30), RMAOP_ERR_ARG,
+                  "RMAOP_IPC_STORE_MAX=\"%s\" is not a byte count in [0, 2^30]", v);
+    ctx->ipc_store_max = (size_t)b;
+  }
+  RMAOP_CHECK(rmaop__parse_name(ctx, "ipc wait (RMAOP_IPC_WAIT)", option_value(NULL, "RMAOP_IPC_WAIT"), ipc_wait_names, &i));
+  ctx->ipc_wait = i;
 #ifndef RMAOP_HAVE_CUDA
   RMAOP_REQUIRE(ctx, ctx->memory == RMAOP_MEMORY_HOST, RMAOP_ERR_UNSUPPORTED,
                 "memory kind \"device\" needs CUDA, which this build of rmaop does not have (rebuild with the CUDA toolkit)");

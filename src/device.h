@@ -31,8 +31,22 @@ void rmaop__dev_host_free(void *p);
 
 /* cudaMemcpyAsync(cudaMemcpyDefault) on the context's stream. */
 rmaop_status rmaop__dev_copy(rmaop_ctx ctx, void *dst, const void *src, size_t bytes);
-/* Waits for everything enqueued on the context's stream. */
+/* Waits for everything enqueued on the context's stream (polling, bounded by the context's timeout:
+ * RMAOP_ERR_TIMEOUT, `what` in the message, when a stream-side wait for a peer never ends), then
+ * reports a GPU-side wait that gave up (rmaop__dev_check_waits). rmaop__dev_sync: the same, generic. */
+rmaop_status rmaop__dev_drain(rmaop_ctx ctx, const char *what);
 rmaop_status rmaop__dev_sync(rmaop_ctx ctx);
+
+/* Where a kernel that waited in vain for a peer's flag (the ipc transport's epoch kernels) records it:
+ * host-mapped, one per context (ctx->dev_wait_record; the kernels get its device address), zero while
+ * nothing went wrong. A slot s < size is the "ready" flag of rank s, else the "done" flag of s - size. */
+typedef struct {
+  unsigned failed; /* written last: 1 once a wait gave up */
+  unsigned slot, want, seen;
+} rmaop__dev_wait_record;
+/* RMAOP_ERR_TIMEOUT naming the peer and the epoch when a GPU-side wait of this context gave up (the
+ * record stays: what ran on the stream after it used data that never came). Host read, no sync. */
+rmaop_status rmaop__dev_check_waits(rmaop_ctx ctx);
 /* 1 when p is device (or managed) memory. */
 int rmaop__dev_is_device_ptr(const void *p);
 

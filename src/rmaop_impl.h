@@ -120,6 +120,9 @@ rmaop_status rmaop__parse_name(rmaop_ctx ctx, const char *what, const char *valu
 
 typedef struct rmaop__trace_rec rmaop__trace_rec;
 
+/* How the ipc transport waits for a peer's flag (RMAOP_IPC_WAIT; order of rmaop__ipc_wait_names). */
+enum { RMAOP__IPC_WAIT_AUTO, RMAOP__IPC_WAIT_KERNEL, RMAOP__IPC_WAIT_STREAM };
+
 struct rmaop_ctx_s {
   MPI_Comm comm;          /* duplicate, MPI_ERRORS_RETURN */
   int rank, size;
@@ -144,7 +147,11 @@ struct rmaop_ctx_s {
   void *stream;
   double *dev_scratch;  /* device doubles: dot partials */
   double *host_scratch; /* page-locked doubles: where dot partials land on the host */
+  void *dev_wait_record;     /* host-mapped rmaop__dev_wait_record (device.h) */
+  void *dev_wait_record_dev; /* its device address */
   int mpi_cuda_aware;   /* the MPI library accepts device pointers (MPIX_Query_cuda_support at creation) */
+  size_t ipc_store_max; /* RMAOP_IPC_STORE_MAX: ipc puts up to this size are kernel stores */
+  int ipc_wait;         /* RMAOP_IPC_WAIT: RMAOP__IPC_WAIT_* */
   char last_error[1024];
 };
 

@@ -4,6 +4,8 @@
 #include "cuda_impl.h"
 #include "device.h"
 
+#include <sched.h>
+
 enum { DOT_BLOCKS = 1056, DOT_THREADS = 256, MAX_DOTS = 8 }; /* 8 blocks per SM of an H100/H200: enough loads in flight to stream at HBM speed */
 
 extern "C" int rmaop__dev_count(void) {
@@ -13,6 +15,27 @@ extern "C" int rmaop__dev_count(void) {
     return 0;
   }
   return n;
+}
+
+/* 1 once the stream is idle, 0 on a CUDA error (*err) or after `timeout` seconds (*err = NotReady). */
+static int drained(rmaop_ctx ctx, double timeout, cudaError_t *err) {
+  double deadline = 0.0;
+  for (unsigned spin = 0;; ++spin) {
+    const cudaError_t e = cudaStreamQuery(STREAM(ctx));
+    if (e == cudaSuccess) return 1;
+    if (e != cudaErrorNotReady) {
+      *err = e;
+      return 0;
+    }
+    if (spin < 4096) continue; /* a dot's kernel: microseconds */
+    const double now = rmaop__wtime();
+    if (deadline == 0.0) deadline = now + timeout;
+    if (now > deadline) {
+      *err = cudaErrorNotReady;
+      return 0;
+    }
+    sched_yield();
+  }
 }
 
 extern "C" rmaop_status rmaop__dev_init(rmaop_ctx ctx) {
@@ -27,16 +50,36 @@ extern "C" rmaop_status rmaop__dev_init(rmaop_ctx ctx) {
   const size_t scratch = (size_t)(DOT_BLOCKS + 1) * 2 * MAX_DOTS * sizeof(double); /* partials + result */
   DEV_CHECK(ctx, cudaMalloc((void **)&ctx->dev_scratch, scratch));
   DEV_CHECK(ctx, cudaMallocHost((void **)&ctx->host_scratch, 2 * MAX_DOTS * sizeof(double)));
+  DEV_CHECK(ctx, cudaHostAlloc(&ctx->dev_wait_record, sizeof(rmaop__dev_wait_record), cudaHostAllocMapped));
+  memset(ctx->dev_wait_record, 0, sizeof(rmaop__dev_wait_record));
+  DEV_CHECK(ctx, cudaHostGetDevicePointer(&ctx->dev_wait_record_dev, ctx->dev_wait_record, 0));
   return RMAOP_OK;
+}
+
+extern "C" rmaop_status rmaop__dev_check_waits(rmaop_ctx ctx) {
+  const volatile rmaop__dev_wait_record *r = (const volatile rmaop__dev_wait_record *)ctx->dev_wait_record;
+  if (!r || !r->failed) return RMAOP_OK;
+  const unsigned size = (unsigned)ctx->size, slot = r->slot, want = r->want, seen = r->seen;
+  const int ready = slot < size;
+  const int peer = (int)(slot % size);
+  return RMAOP_ERROR(ctx, RMAOP_ERR_TIMEOUT,
+                     "a GPU-side wait of rank %d gave up after %g s (RMAOP_TIMEOUT) for rank %d's \"%s\" of epoch %u "
+                     "(the flag holds %u); did rank %d enter the matching epoch with rank %d as %s? What the stream "
+                     "ran after that wait used data that never arrived: the context is unusable",
+                     ctx->rank, ctx->timeout, peer, ready ? "ready" : "done", want, seen, peer, ctx->rank,
+                     ready ? "an origin" : "a target");
 }
 
 extern "C" void rmaop__dev_fini(rmaop_ctx ctx) {
   if (ctx->stream) {
-    cudaStreamSynchronize(STREAM(ctx));
+    cudaError_t e = cudaSuccess;
+    if (!drained(ctx, ctx->timeout, &e)) return; /* stuck on a peer's flag: leaked, not freed under it */
     cudaStreamDestroy(STREAM(ctx));
   }
   if (ctx->dev_scratch) cudaFree(ctx->dev_scratch);
   if (ctx->host_scratch) cudaFreeHost(ctx->host_scratch);
+  if (ctx->dev_wait_record) cudaFreeHost(ctx->dev_wait_record);
+  ctx->dev_wait_record = ctx->dev_wait_record_dev = NULL;
   ctx->stream = NULL;
   ctx->dev_scratch = NULL;
   ctx->host_scratch = NULL;
@@ -89,9 +132,25 @@ extern "C" rmaop_status rmaop__dev_copy(rmaop_ctx ctx, void *dst, const void *sr
   return RMAOP_OK;
 }
 
+extern "C" rmaop_status rmaop__dev_drain(rmaop_ctx ctx, const char *what) {
+  cudaError_t e = cudaSuccess;
+  /* A quarter more than the timeout: a kernel wait that gives up (same timeout, started earlier) then
+   * gets to say which peer it waited for. */
+  if (drained(ctx, 1.25 * ctx->timeout, &e)) return rmaop__dev_check_waits(ctx);
+  if (e != cudaErrorNotReady)
+    return RMAOP_ERROR(ctx, RMAOP_ERR_CUDA, "%s: the context's stream failed: %s (%s)", what, cudaGetErrorString(e),
+                       cudaGetErrorName(e));
+  RMAOP_CHECK(rmaop__dev_check_waits(ctx)); /* a kernel wait that gave up says more */
+  return RMAOP_ERROR(ctx, RMAOP_ERR_TIMEOUT,
+                     "%s: rank %d waited %g s (RMAOP_TIMEOUT + 25 %%) for its stream, which waits on a flag of a peer (a "
+                     "stream-side wait of the ipc transport: \"ready\" from a target or \"done\" from an origin); "
+                     "did every peer enter the matching epoch with this rank in its lists? The stream stays "
+                     "blocked: the context is unusable",
+                     what, ctx->rank, 1.25 * ctx->timeout);
+}
+
 extern "C" rmaop_status rmaop__dev_sync(rmaop_ctx ctx) {
-  DEV_CHECK(ctx, cudaStreamSynchronize(STREAM(ctx)));
-  return RMAOP_OK;
+  return rmaop__dev_drain(ctx, "synchronizing the GPU stream");
 }
 
 extern "C" int rmaop__dev_is_device_ptr(const void *p) {
@@ -274,7 +333,7 @@ extern "C" rmaop_status rmaop__dev_dots(rmaop_ctx ctx, rmaop_dtype dt, int k, co
     LAUNCH_CHECK(ctx);
     DEV_CHECK(ctx, cudaMemcpyAsync(ctx->host_scratch, fin, 2 * (size_t)k * sizeof(double), cudaMemcpyDeviceToHost,
                                    STREAM(ctx)));
-    DEV_CHECK(ctx, cudaStreamSynchronize(STREAM(ctx)));
+    RMAOP_CHECK(rmaop__dev_drain(ctx, "a dot product"));
     memcpy(out, ctx->host_scratch, 2 * (size_t)k * sizeof(double));
   } else {
     for (int c = 0; c < 2 * k; ++c) out[c] = 0.0;
