@@ -14,14 +14,15 @@
  *            cyclically ((int32_t)(*addr - value) >= 0), so 32-bit per-pair counters may wrap. With
  *            CU_STREAM_WAIT_VALUE_FLUSH where the device supports it (remote writes visible to later work).
  *
- * Small epochs as one kernel (ipc_batch.h): a put of at most RMAOP_IPC_STORE_MAX bytes (default 64 KiB)
- * from device memory is not a copy-engine copy but an entry of a pending batch; the flag writes of the
- * same epoch step join it, and the step's end (rma__ipc_submit, called by epoch.c) launches one kernel
- * that stores the payloads into the peers' mappings, fences, and stores the flags. Flag waits on a peer
- * that sits on another GPU spin in that kernel too (RMAOP_IPC_WAIT=auto): a spinning kernel would hold
- * up a peer process on the same GPU (contexts time-slice), so those waits stay cuStreamWaitValue32.
- * Once a copy-engine copy went out in an epoch step, that step's flags are stream memops, whose
- * implicit fence orders them after the copy; RMAOP_IPC_STORE_MAX=0 gives the all-copy-engine path.
+ * Small epochs as one kernel (ipc_batch.h), towards a peer on another GPU (RMAOP_IPC_PATH=auto): a put
+ * of at most RMAOP_IPC_STORE_MAX bytes (default 64 KiB) from device memory is not a copy-engine copy but
+ * an entry of a pending batch; the step's flag writes and waits join it, and the step's end
+ * (rma__ipc_submit, called by epoch.c) launches one kernel that stores the payloads into the peers'
+ * mappings, fences, stores the flags and spins on the own flags. Towards a peer on the same GPU the
+ * copy path above stays: kernels of two processes on one GPU time-slice, and on one H100 the kernel
+ * path cost 300 us per epoch where copies and memops cost 16 us (docs/PERFORMANCE.md). Once a
+ * copy-engine copy went out in an epoch step, that step's flags are stream memops, whose implicit fence
+ * orders them after the copy. RMAOP_IPC_PATH=kernel / copy forces one path towards every peer.
  *
  * epoch.c runs every sync mode of a GPU window as its flag handshake (the mapping is written there).
  * Timeouts: a kernel wait gives up after the context's timeout (GPU global timer) and records which
@@ -46,7 +47,7 @@ typedef struct {
   cudaIpcMemHandle_t ctrl;
   uint64_t data_offset; /* window start inside the allocation `data` names (user memory may be interior) */
   int32_t has_data;     /* 0: empty window, no handle */
-  int32_t pci[3];       /* PCI domain, bus, device of the rank's GPU (same GPU: no spinning waits) */
+  int32_t pci[3];       /* PCI domain, bus, device of the rank's GPU (same GPU: the copy path) */
 } ipc_card;
 
 typedef struct {
@@ -57,8 +58,8 @@ typedef struct {
   unsigned wait_flags;
   rma_ipc_batch batch;    /* the epoch step's pending kernel work (ipc_batch.h) */
   int ce_dirty;           /* a copy-engine copy went out in this epoch step: its flags are stream memops */
-  size_t store_max;       /* puts up to this size are kernel stores (0: none) */
-  unsigned char *spin;    /* [size] waits for rank r's flags spin in the batch kernel */
+  size_t store_max;       /* puts up to this size are kernel stores (towards kernel[] peers) */
+  unsigned char *kernel;  /* [size] rank r is reached by the batch kernel (else copies and memops) */
   unsigned *blocks_done;  /* device counter of the batch kernel */
   uintptr_t dev_lo, dev_hi; /* the last origin allocation found to be device memory */
 } ipc_state;
@@ -175,7 +176,7 @@ static rmaop_status ipc_put(rmaop_win w, const void *origin, size_t bytes, int t
   ipc_state *s = w->ipc;
   rma_ipc_batch *b = &s->batch;
   char *dst = w->peer_base[target] + disp;
-  if (bytes <= s->store_max && origin_on_device(s, origin, bytes)) {
+  if (s->kernel[target] && bytes <= s->store_max && origin_on_device(s, origin, bytes)) {
     if (b->nwrite || b->nwait || b->ncopy == RMA_IPC_BATCH_MAX || b->copy_bytes + bytes > RMA_IPC_BATCH_BYTES)
       RMAOP_CHECK(launch_batch(w)); /* copies come first in a batch */
     b->copy[b->ncopy++] = (rma_ipc_copy){dst, origin, (uint64_t)bytes};
@@ -204,7 +205,7 @@ static rmaop_status ipc_notify(rmaop_win w, int peer, int slot, int64_t value) {
   ipc_state *s = w->ipc;
   rma_ipc_batch *b = &s->batch;
   uint32_t *flag = s->peer_ctrl[peer] + slot;
-  if (s->store_max > 0 && !s->ce_dirty) {
+  if (s->kernel[peer] && !s->ce_dirty) {
     if (b->nwait || b->nwrite == RMA_IPC_BATCH_MAX)
       RMAOP_CHECK(launch_batch(w)); /* writes come before waits in a batch */
     b->write[b->nwrite++] = (rma_ipc_flag){flag, (uint32_t)value, (uint32_t)slot};
@@ -219,7 +220,7 @@ static rmaop_status ipc_notify(rmaop_win w, int peer, int slot, int64_t value) {
 static rmaop_status ipc_wait_flag(rmaop_win w, int slot, int64_t value) {
   ipc_state *s = w->ipc;
   rma_ipc_batch *b = &s->batch;
-  if (s->spin[slot % w->size]) {
+  if (s->kernel[slot % w->size]) {
     if (b->nwait == RMA_IPC_BATCH_MAX)
       RMAOP_CHECK(launch_batch(w));
     b->wait[b->nwait++] = (rma_ipc_flag){s->ctrl + slot, (uint32_t)value, (uint32_t)slot};
@@ -271,7 +272,7 @@ static rmaop_status make_local(rmaop_win w, void *user_base, size_t bytes, ipc_c
   w->ipc = s; /* from here on rma__ipc_free releases whatever exists */
   RMAOP_CHECK(rmaop__calloc(ctx, P, sizeof *s->peer_ctrl, "ipc flag mappings", (void **)&s->peer_ctrl));
   RMAOP_CHECK(rmaop__calloc(ctx, P, sizeof *s->data_map, "ipc memory mappings", (void **)&s->data_map));
-  RMAOP_CHECK(rmaop__calloc(ctx, P, sizeof *s->spin, "ipc wait kinds", (void **)&s->spin));
+  RMAOP_CHECK(rmaop__calloc(ctx, P, sizeof *s->kernel, "ipc paths", (void **)&s->kernel));
   RMAOP_CHECK(rmaop__dev_malloc(ctx, sizeof *s->blocks_done, "ipc batch counter", (void **)&s->blocks_done));
   s->store_max = ctx->ipc_store_max;
 
@@ -334,7 +335,7 @@ static rmaop_status map_peers(rmaop_win w, const ipc_card *cards) {
   ipc_state *s = w->ipc;
   for (int r = 0; r < w->size; ++r) {
     const int other_gpu = memcmp(cards[r].pci, cards[w->rank].pci, sizeof cards[r].pci) != 0;
-    s->spin[r] = ctx->ipc_wait == RMAOP__IPC_WAIT_KERNEL || (ctx->ipc_wait == RMAOP__IPC_WAIT_AUTO && other_gpu);
+    s->kernel[r] = ctx->ipc_path == RMAOP__IPC_PATH_KERNEL || (ctx->ipc_path == RMAOP__IPC_PATH_AUTO && other_gpu);
     if (r == w->rank) {
       w->peer_base[r] = w->base;
       s->peer_ctrl[r] = s->ctrl;
@@ -405,7 +406,7 @@ void rma__ipc_free(rmaop_win w) {
   rmaop__dev_free(s->alloc);
   rmaop__dev_free(s->ctrl);
   rmaop__dev_free(s->blocks_done);
-  free(s->spin);
+  free(s->kernel);
   free(s->peer_ctrl);
   free(s->data_map);
   free(s);

@@ -9,7 +9,7 @@
 #endif
 
 static const char *const trace_names[] = {"0", "1", "sync", NULL}; /* = RMAOP_TRACE_OFF, _ON, _SYNCED */
-static const char *const ipc_wait_names[] = {"auto", "kernel", "stream", NULL}; /* = RMAOP__IPC_WAIT_* */
+static const char *const ipc_path_names[] = {"auto", "kernel", "copy", NULL}; /* = RMAOP__IPC_PATH_* */
 
 void rmaop_ctx_options_init(rmaop_ctx_options *opts) {
   if (!opts) return;
@@ -73,8 +73,8 @@ static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) 
                   "RMAOP_IPC_STORE_MAX=\"%s\" is not a byte count in [0, 2^30]", v);
     ctx->ipc_store_max = (size_t)b;
   }
-  RMAOP_CHECK(rmaop__parse_name(ctx, "ipc wait (RMAOP_IPC_WAIT)", option_value(NULL, "RMAOP_IPC_WAIT"), ipc_wait_names, &i));
-  ctx->ipc_wait = i;
+  RMAOP_CHECK(rmaop__parse_name(ctx, "ipc path (RMAOP_IPC_PATH)", option_value(NULL, "RMAOP_IPC_PATH"), ipc_path_names, &i));
+  ctx->ipc_path = i;
 #ifndef RMAOP_HAVE_CUDA
   RMAOP_REQUIRE(ctx, ctx->memory == RMAOP_MEMORY_HOST, RMAOP_ERR_UNSUPPORTED,
                 "memory kind \"device\" needs CUDA, which this build of rmaop does not have (rebuild with the CUDA toolkit)");

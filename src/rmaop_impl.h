@@ -120,8 +120,8 @@ rmaop_status rmaop__parse_name(rmaop_ctx ctx, const char *what, const char *valu
 
 typedef struct rmaop__trace_rec rmaop__trace_rec;
 
-/* How the ipc transport waits for a peer's flag (RMAOP_IPC_WAIT; order of rmaop__ipc_wait_names). */
-enum { RMAOP__IPC_WAIT_AUTO, RMAOP__IPC_WAIT_KERNEL, RMAOP__IPC_WAIT_STREAM };
+/* How the ipc transport moves small epochs (RMAOP_IPC_PATH; order of ctx.c's ipc_path_names). */
+enum { RMAOP__IPC_PATH_AUTO, RMAOP__IPC_PATH_KERNEL, RMAOP__IPC_PATH_COPY };
 
 struct rmaop_ctx_s {
   MPI_Comm comm;          /* duplicate, MPI_ERRORS_RETURN */
@@ -150,8 +150,8 @@ struct rmaop_ctx_s {
   void *dev_wait_record;     /* host-mapped rmaop__dev_wait_record (device.h) */
   void *dev_wait_record_dev; /* its device address */
   int mpi_cuda_aware;   /* the MPI library accepts device pointers (MPIX_Query_cuda_support at creation) */
-  size_t ipc_store_max; /* RMAOP_IPC_STORE_MAX: ipc puts up to this size are kernel stores */
-  int ipc_wait;         /* RMAOP_IPC_WAIT: RMAOP__IPC_WAIT_* */
+  size_t ipc_store_max; /* RMAOP_IPC_STORE_MAX: kernel-path ipc puts up to this size are stores */
+  int ipc_path;         /* RMAOP_IPC_PATH: RMAOP__IPC_PATH_* */
   char last_error[1024];
 };
 
