@@ -14,15 +14,16 @@
  *            cyclically ((int32_t)(*addr - value) >= 0), so 32-bit per-pair counters may wrap. With
  *            CU_STREAM_WAIT_VALUE_FLUSH where the device supports it (remote writes visible to later work).
  *
- * Small epochs as one kernel (ipc_batch.h), towards a peer on another GPU (RMAOP_IPC_PATH=auto): a put
- * of at most RMAOP_IPC_STORE_MAX bytes (default 64 KiB) from device memory is not a copy-engine copy but
- * an entry of a pending batch; the step's flag writes and waits join it, and the step's end
- * (rma__ipc_submit, called by epoch.c) launches one kernel that stores the payloads into the peers'
- * mappings, fences, stores the flags and spins on the own flags. Towards a peer on the same GPU the
- * copy path above stays: kernels of two processes on one GPU time-slice, and on one H100 the kernel
- * path cost 300 us per epoch where copies and memops cost 16 us (docs/PERFORMANCE.md). Once a
- * copy-engine copy went out in an epoch step, that step's flags are stream memops, whose implicit fence
- * orders them after the copy. RMAOP_IPC_PATH=kernel / copy forces one path towards every peer.
+ * The kernel path (RMAOP_IPC_PATH=kernel; ipc_batch.h): a put of at most RMAOP_IPC_STORE_MAX bytes
+ * (default 64 KiB) from device memory is not a copy-engine copy but an entry of a pending batch; the
+ * step's flag writes and waits join it, and the step's end (rma__ipc_submit, called by epoch.c) launches
+ * one kernel that stores the payloads into the peers' mappings, fences, stores the flags and spins on
+ * the own flags (bounded: GPU-side timeouts). Once a copy-engine copy went out in an epoch step, that
+ * step's flags are stream memops, whose implicit fence orders them after the copy. The default (auto)
+ * is the copy path above: the kernel path has not been faster in any measurement yet (one H100, two
+ * ranks under MPS: 8 B epoch 19.6 us against 16.1 us, CGLS deriv1d 2^20 195.6 against 183.8 us/it;
+ * without MPS kernels of two processes time-slice: ~300 us per epoch); docs/PERFORMANCE.md. What should
+ * make it pay is fusing it into the plan's pack and unpack kernels (ARCHITECTURE.md).
  *
  * epoch.c runs every sync mode of a GPU window as its flag handshake (the mapping is written there).
  * Timeouts: a kernel wait gives up after the context's timeout (GPU global timer) and records which
@@ -47,7 +48,7 @@ typedef struct {
   cudaIpcMemHandle_t ctrl;
   uint64_t data_offset; /* window start inside the allocation `data` names (user memory may be interior) */
   int32_t has_data;     /* 0: empty window, no handle */
-  int32_t pci[3];       /* PCI domain, bus, device of the rank's GPU (same GPU: the copy path) */
+  int32_t pad;
 } ipc_card;
 
 typedef struct {
@@ -323,9 +324,6 @@ static rmaop_status make_local(rmaop_win w, void *user_base, size_t bytes, ipc_c
     flush = 0;
   }
   s->wait_flags = CU_STREAM_WAIT_VALUE_GEQ | (flush ? CU_STREAM_WAIT_VALUE_FLUSH : 0);
-  IPC_CHECK(ctx, cudaDeviceGetAttribute(&card->pci[0], cudaDevAttrPciDomainId, ctx->device));
-  IPC_CHECK(ctx, cudaDeviceGetAttribute(&card->pci[1], cudaDevAttrPciBusId, ctx->device));
-  IPC_CHECK(ctx, cudaDeviceGetAttribute(&card->pci[2], cudaDevAttrPciDeviceId, ctx->device));
   return RMAOP_OK;
 }
 
@@ -334,8 +332,7 @@ static rmaop_status map_peers(rmaop_win w, const ipc_card *cards) {
   rmaop_ctx ctx = w->ctx;
   ipc_state *s = w->ipc;
   for (int r = 0; r < w->size; ++r) {
-    const int other_gpu = memcmp(cards[r].pci, cards[w->rank].pci, sizeof cards[r].pci) != 0;
-    s->kernel[r] = ctx->ipc_path == RMAOP__IPC_PATH_KERNEL || (ctx->ipc_path == RMAOP__IPC_PATH_AUTO && other_gpu);
+    s->kernel[r] = ctx->ipc_path == RMAOP__IPC_PATH_KERNEL; /* auto: copy (see the top of this file) */
     if (r == w->rank) {
       w->peer_base[r] = w->base;
       s->peer_ctrl[r] = s->ctrl;
