@@ -2,7 +2,7 @@
  * GPU each: node rank modulo the visible devices, the rule the library uses).
  *
  *   mpiexec -n 2 rmaop-p2p-bench [--sync lock|fence|pscw] [--reps 50] [--reps-large 10] [--warmup 5]
- *                                [--lat-reps 1000] [--max-size 134217728] [--json FILE]
+ *                                [--lat-reps 1000] [--max-size 134217728] [--json FILE] [--ipc-path auto]
  *
  * Sizes 8 B, 32 B, ..., 8 B x 4^k, ..., 128 MiB; device buffers (cudaMalloc) everywhere.
  *   raw IPC copy   rank 1's buffer is mapped on rank 0 through CUDA IPC (cudaIpcGetMemHandle, MPI,
@@ -20,6 +20,9 @@
  *   rmaop plan     on the same context: rmaop_plan_create with one transfer of m bytes to the peer on each
  *                  rank (a symmetric exchange, the halo path); rmaop_plan_begin + rmaop_plan_end +
  *                  cudaDeviceSynchronize timed. GB/s = bytes each rank sends / median time.
+ *   --ipc-path       the ipc transport's path for the two rmaop columns (auto | copy | kernel; default auto).
+ *                  The 8 B latencies of rmaop are also measured on the other path (copy <-> kernel) in the
+ *                  same run, on a second context and window, so the two are compared side by side.
  * Timing: every repetition starts after an MPI_Barrier; t = MPI_Wtime around the host-synchronized region;
  * a repetition counts as its slowest rank (MPI_MAX over ranks); warm-up excluded; median over
  * --reps repetitions (--reps-large for sizes >= 32 MiB). After each path and size rank 1 checks the first
@@ -253,20 +256,22 @@ static void json_str(FILE *f, const char *s) {
 static void usage(void) {
   if (rank == 0)
     fprintf(stderr, "usage: mpiexec -n 2 rmaop-p2p-bench [--sync lock|fence|pscw] [--reps N] [--reps-large N]\n"
-                    "                                  [--warmup N] [--lat-reps N] [--max-size BYTES] [--json FILE]\n");
+                    "                                  [--warmup N] [--lat-reps N] [--max-size BYTES] [--json FILE]\n"
+                    "                                  [--ipc-path auto|copy|kernel]\n");
 }
 
 /* Opens the rmaop context, window (max bytes) for paths PUT and PLAN; 0 on success. */
-static int open_rmaop(const char *sync, size_t max) {
+static int open_rmaop(const char *sync, const char *ipc_path) {
   rmaop_ctx_options o;
   rmaop_ctx_options_init(&o);
   o.backend = "rma";
   o.memory = "device";
   o.rma_transport = "ipc";
   o.rma_sync = sync;
+  o.ipc_path = ipc_path;
   rmaop_status s = rmaop_ctx_create(MPI_COMM_WORLD, &o, &ctx);
   if (s != RMAOP_OK) {
-    snprintf(err, sizeof err, "rmaop_ctx_create(rma, device, ipc, %s): %s", sync,
+    snprintf(err, sizeof err, "rmaop_ctx_create(rma, device, ipc, %s, ipc path %s): %s", sync, ipc_path,
              rmaop_ctx_last_error(NULL));
     ctx = NULL;
     return 1;
@@ -274,18 +279,52 @@ static int open_rmaop(const char *sync, size_t max) {
   return 0;
 }
 
+/* The 8 B epoch half ping-pong and plan exchange on another ipc path, on a context and window of its own
+ * (the main ones are set aside meanwhile). 0 on success (both ranks agree), with the times in out[2]. */
+static int other_path_latency(const char *sync, const char *ipc_path, int lat_reps, double out[2], char *why) {
+  rmaop_ctx ctx0 = ctx;
+  rmaop_win win0 = win;
+  void *wbase0 = wbase;
+  int f = open_rmaop(sync, ipc_path);
+  if (!f && rmaop_win_allocate(ctx, 4096, &win, &wbase) != RMAOP_OK) {
+    snprintf(err, sizeof err, "rmaop_win_allocate(4096 B): %s", rmaop_ctx_last_error(ctx));
+    win = NULL;
+    f = 1;
+  }
+  rmaop_transfer tr = {peer, 0, 0, 1};
+  rmaop_plan_spec spec = {.dtype = RMAOP_F64, .src_len = 1, .dst_len = 1, .nsends = 1, .sends = &tr, .nrecvs = -1,
+                          .label = "p2p.plan"};
+  if (!f && rmaop_plan_create(ctx, &spec, &plan) != RMAOP_OK) {
+    snprintf(err, sizeof err, "rmaop_plan_create(8 B): %s", rmaop_ctx_last_error(ctx));
+    plan = NULL;
+    f = 1;
+  }
+  f = agree(f, why);
+  if (!f) f = measure(op_put_pingpong, 8, 20, lat_reps, &out[0], why);
+  if (!f) f = measure(op_plan, 8, 20, lat_reps, &out[1], why);
+  out[0] *= 0.5;
+  if (plan) rmaop_plan_destroy(&plan);
+  if (win) rmaop_win_free(&win);
+  if (ctx) rmaop_ctx_destroy(&ctx);
+  ctx = ctx0;
+  win = win0;
+  wbase = wbase0;
+  return f;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int P = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &P);
-  char sync[16] = "lock";
+  char sync[16] = "lock", ipc_path[16] = "auto";
   const char *json = NULL;
   int reps = 50, reps_large = 10, warmup = 5, lat_reps = 1000;
   long long max_size = 128LL << 20;
   static struct option longopts[] = {{"sync", 1, 0, 's'},     {"reps", 1, 0, 'r'},     {"reps-large", 1, 0, 'R'},
                                      {"warmup", 1, 0, 'w'},   {"lat-reps", 1, 0, 'l'}, {"max-size", 1, 0, 'M'},
-                                     {"json", 1, 0, 'j'},     {"help", 0, 0, 'h'},     {0, 0, 0, 0}};
+                                     {"json", 1, 0, 'j'},     {"help", 0, 0, 'h'},     {"ipc-path", 1, 0, 'i'},
+                                     {0, 0, 0, 0}};
   for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
     switch (c) {
     case 's': snprintf(sync, sizeof sync, "%s", optarg); break;
@@ -295,6 +334,7 @@ int main(int argc, char **argv) {
     case 'l': lat_reps = atoi(optarg); break;
     case 'M': max_size = atoll(optarg); break;
     case 'j': json = optarg; break;
+    case 'i': snprintf(ipc_path, sizeof ipc_path, "%s", optarg); break;
     default: usage(); MPI_Finalize(); return c == 'h' ? 0 : 2;
     }
   }
@@ -398,7 +438,7 @@ int main(int argc, char **argv) {
 #endif
   /* ---- rmaop: context and window ---- */
   {
-    int f = open_rmaop(sync, (size_t)max_size);
+    int f = open_rmaop(sync, ipc_path);
     if (agree(f, col[PUT].why)) {
       col[PUT].alive = col[PLAN].alive = 0;
       snprintf(col[PLAN].why, ERRLEN, "%s", col[PUT].why);
@@ -495,6 +535,12 @@ int main(int argc, char **argv) {
     else lat[PUT] *= 0.5;
   }
 
+  /* the other ipc path's 8 B latencies, same run */
+  const char *other = strcmp(ipc_path, "kernel") == 0 ? "copy" : "kernel";
+  double other_lat[2] = {0, 0};
+  char other_why[ERRLEN] = "";
+  const int other_ok = col[PUT].alive && !other_path_latency(sync, other, lat_reps, other_lat, other_why);
+
   /* ---- report ---- */
   const int last = ns - 1;
   const int have_bw_ratio = col[PUT].ran[last] && col[RAW].ran[last] && col[RAW].bw[last] > 0;
@@ -529,6 +575,11 @@ int main(int argc, char **argv) {
     printf("  NCCL send/recv, half ping-pong round trip:                %s%.2f us\n", lat[NCCLP] > 0 ? "" : "n/a ", 1e6 * lat[NCCLP]);
     printf("  rmaop epoch (begin + put + end), half ping-pong:          %s%.2f us\n", lat[PUT] > 0 ? "" : "n/a ", 1e6 * lat[PUT]);
     printf("  rmaop plan, one 8 B symmetric exchange (not a ping-pong): %s%.2f us\n", lat[PLAN] > 0 ? "" : "n/a ", 1e6 * lat[PLAN]);
+    if (other_ok)
+      printf("  the same two on the ipc %s path (RMAOP_IPC_PATH=%s; above: %s): epoch %.2f us, plan %.2f us\n", other,
+             other, ipc_path, 1e6 * other_lat[0], 1e6 * other_lat[1]);
+    else
+      printf("  the same two on the ipc %s path: n/a (%s)\n", other, other_why[0] ? other_why : "the put path did not run");
     printf("acceptance:\n");
     if (have_bw_ratio)
       printf("  rmaop put bandwidth at %s / raw IPC copy bandwidth = %.3f / %.3f GB/s = %.3f (target >= 0.90): %s\n", big,
@@ -573,8 +624,10 @@ int main(int argc, char **argv) {
           fprintf(f, "]}");
         }
         fprintf(f, "},\n \"latency_8B_seconds\": {\"raw_copy_sync\": %.9g, \"nccl_half_pingpong\": %.9g, "
-                   "\"rmaop_epoch_half_pingpong\": %.9g, \"rmaop_plan_exchange\": %.9g},\n",
-                lat[RAW], lat[NCCLP], lat[PUT], lat[PLAN]);
+                   "\"rmaop_epoch_half_pingpong\": %.9g, \"rmaop_plan_exchange\": %.9g, \"ipc_path\": \"%s\", "
+                   "\"other_ipc_path\": \"%s\", \"other_epoch_half_pingpong\": %.9g, \"other_plan_exchange\": %.9g},\n",
+                lat[RAW], lat[NCCLP], lat[PUT], lat[PLAN], ipc_path, other, other_ok ? other_lat[0] : 0.0,
+                other_ok ? other_lat[1] : 0.0);
         fprintf(f, " \"acceptance\": {\"put_over_raw_bw_at_max\": ");
         if (have_bw_ratio) fprintf(f, "%.6g, \"put_over_raw_bw_met\": %s", bw_ratio, bw_ratio >= 0.90 ? "true" : "false");
         else fprintf(f, "null, \"put_over_raw_bw_met\": null");

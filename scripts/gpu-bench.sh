@@ -16,6 +16,9 @@ run() { echo "+ $*"; "$@"; }
     run $MPI "$B/rmaop-bench" --memory device --problem deriv1d --n $n --niter 50 --backends rma,twosided,nccl \
       --sync lock,pscw,fence --transport ipc --repeat 5 --json "$OUT/bench-deriv1d-$n.json"
   done
+  # the ipc kernel path (RMAOP_IPC_PATH=kernel) against the default copy path, same problem, next run
+  run env RMAOP_IPC_PATH=kernel $MPI "$B/rmaop-bench" --memory device --problem deriv1d --n 1048576 --niter 50 \
+    --backends rma --sync lock --transport ipc --repeat 5 --json "$OUT/bench-deriv1d-1048576-kernelpath.json"
   run $MPI "$B/rmaop-bench" --memory device --problem lap2d --n 8192 --niter 50 --backends rma,twosided,nccl \
     --sync lock --transport ipc --repeat 5 --json "$OUT/bench-lap2d.json"
   run $MPI "$B/rmaop-bench" --memory device --problem bdiag --n 8192 --niter 50 --backends rma,twosided,nccl \

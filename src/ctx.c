@@ -73,7 +73,7 @@ static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) 
                   "RMAOP_IPC_STORE_MAX=\"%s\" is not a byte count in [0, 2^30]", v);
     ctx->ipc_store_max = (size_t)b;
   }
-  RMAOP_CHECK(rmaop__parse_name(ctx, "ipc path (RMAOP_IPC_PATH)", option_value(NULL, "RMAOP_IPC_PATH"), ipc_path_names, &i));
+  RMAOP_CHECK(rmaop__parse_name(ctx, "ipc path (RMAOP_IPC_PATH)", option_value(o.ipc_path, "RMAOP_IPC_PATH"), ipc_path_names, &i));
   ctx->ipc_path = i;
 #ifndef RMAOP_HAVE_CUDA
   RMAOP_REQUIRE(ctx, ctx->memory == RMAOP_MEMORY_HOST, RMAOP_ERR_UNSUPPORTED,

@@ -97,6 +97,8 @@ typedef struct {
   int trace;                 /**< RMAOP_TRACE_OFF | _ON | _SYNCED; RMAOP_TRACE; default off */
   double timeout;            /**< seconds a wait on a peer may last (rma lock mode's flag waits; MPI's own
                                   fence and PSCW block inside MPI); RMAOP_TIMEOUT; default 300 */
+  const char *ipc_path;      /**< "auto" | "kernel" | "copy": how the ipc transport moves small epochs
+                                  (README, RMAOP_IPC_PATH); default "auto" (= copy today) */
 } rmaop_ctx_options;
 
 /** Fills @p opts with "unset" (NULL strings, -1 numbers) so every field comes from the environment. */

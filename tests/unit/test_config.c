@@ -30,9 +30,9 @@ END_TEST
 
 /* The variables the context reads (rmaop.h, rmaop_ctx_create) are all in the table. */
 START_TEST(test_table_has_context_variables) {
-  const char *needed[] = {"RMAOP_BACKEND",       "RMAOP_MEMORY", "RMAOP_RMA_SYNC",
-                          "RMAOP_RMA_TRANSPORT", "RMAOP_TRACE",  "RMAOP_TIMEOUT"};
-  const char *defaults[] = {"rma", "host", "lock", "auto", "0", "300"}; /* rmaop_ctx_options in rmaop.h */
+  const char *needed[] = {"RMAOP_BACKEND", "RMAOP_MEMORY",  "RMAOP_RMA_SYNC", "RMAOP_RMA_TRANSPORT",
+                          "RMAOP_TRACE",   "RMAOP_TIMEOUT", "RMAOP_IPC_PATH"};
+  const char *defaults[] = {"rma", "host", "lock", "auto", "0", "300", "auto"}; /* rmaop_ctx_options in rmaop.h */
   for (size_t k = 0; k < sizeof needed / sizeof needed[0]; ++k) {
     int found = 0;
     for (int i = 0; i < rmaop__config_count; ++i)
