@@ -16,7 +16,7 @@ void rmaop_solver_info_free(rmaop_solver_info *info) {
 }
 
 rmaop_status rmaop_solve_cg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o, rmaop_solver_info *info) {
-  solve_clock clk;
+  solve_clock clk = {0}; /* set by solver_start; zeroed for gcc -O2 -Wmaybe-uninitialized */
   RMAOP_CHECK(solver_start("rmaop_solve_cg", A, y, x, o, info, &clk, NULL));
   rmaop_vec r = NULL, c = NULL, Ac = NULL;
   rmaop_status st = rmaop_vec_duplicate(x, &r);
@@ -65,7 +65,7 @@ out:
 
 rmaop_status rmaop_solve_cgls(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o,
                               rmaop_solver_info *info) {
-  solve_clock clk;
+  solve_clock clk = {0}; /* set by solver_start; zeroed for gcc -O2 -Wmaybe-uninitialized */
   RMAOP_CHECK(solver_start("rmaop_solve_cgls", A, y, x, o, info, &clk, NULL));
   const double damp2 = o->damp * o->damp;
   rmaop_vec s = NULL, q = NULL, r = NULL, c = NULL;

@@ -154,7 +154,7 @@ static lsqr_state lsqr_init_state(const rmaop_solver_options *o) {
 
 rmaop_status rmaop_solve_lsqr(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o,
                               rmaop_solver_info *info) {
-  solve_clock clk;
+  solve_clock clk = {0}; /* set by solver_start; zeroed for gcc -O2 -Wmaybe-uninitialized */
   RMAOP_CHECK(solver_start("rmaop_solve_lsqr", A, y, x, o, info, &clk, check_extra));
   lsqr_state S = lsqr_init_state(o);
   rmaop_vec u = NULL, Av = NULL, v = NULL, w = NULL, AHu = NULL;
@@ -284,7 +284,7 @@ static rmaop_status pipecg_loop(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmao
 
 rmaop_status rmaop_solve_pipecg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o,
                                 rmaop_solver_info *info) {
-  solve_clock clk;
+  solve_clock clk = {0}; /* set by solver_start; zeroed for gcc -O2 -Wmaybe-uninitialized */
   RMAOP_CHECK(solver_start("rmaop_solve_pipecg", A, y, x, o, info, &clk, check_extra));
   pipecg_vecs V = {NULL, NULL, NULL, NULL, NULL, NULL};
   rmaop_vec *all[6] = {&V.r, &V.w, &V.q, &V.z, &V.s, &V.p};
