@@ -42,6 +42,67 @@ roof_class roof_classify(double bytes_per_message, double elbow, double efficien
   return bytes_per_message < elbow ? ROOF_LATENCY : ROOF_BANDWIDTH;
 }
 
+/* ---- the cold-cache term ------------------------------------------------------------------------------ */
+
+/* The curve as fractions of its full penalty, nondecreasing: g[i] is the smallest fraction at or above
+ * sweep i (so a spike at a small sweep is noise, a dip at a large one counts). Returns the point count, or 0
+ * when the curve shows no cache effect above the noise. */
+static int curve_fractions(const roof_cache *c, double *g) {
+  const int n = c->ncurve;
+  if (n < 1 || !(c->curve_warm > 0))
+    return 0;
+  const double full = c->curve_t[n - 1] - c->curve_warm;
+  if (!(full >= ROOF_COLD_MIN_REL * c->curve_warm))
+    return 0;
+  g[n - 1] = 1;
+  for (int i = n - 2; i >= 0; --i)
+    g[i] = fmin(g[i + 1], fmax(0, (c->curve_t[i] - c->curve_warm) / full));
+  return n;
+}
+
+double roof_cold_fraction(const roof_cache *c, double d) {
+  double g[ROOF_MAX_CURVE];
+  if (!c->has || !(d > 0))
+    return 0;
+  const int n = c->ncurve <= ROOF_MAX_CURVE ? curve_fractions(c, g) : 0;
+  if (n == 0) /* no usable curve: the LLC as a step */
+    return d > (c->llc_bytes > 0 ? c->llc_bytes : c->sweep_bytes / 4) ? 1 : 0;
+  if (d >= c->curve_bytes[n - 1])
+    return 1;
+  if (d <= c->curve_bytes[0])
+    return g[0];
+  int i = 1;
+  while (c->curve_bytes[i] < d)
+    ++i;
+  const double w = log(d / c->curve_bytes[i - 1]) / log(c->curve_bytes[i] / c->curve_bytes[i - 1]);
+  return g[i - 1] + w * (g[i] - g[i - 1]);
+}
+
+double roof_cgls_bytes(double model_local, double data_local, double elem, double op_bytes) {
+  /* per iteration: mdot(q,c) m+d; x += a c 2m; s -= a q 2d; r = A^H s m+d+op; mdot(r,s) m+d; c = r + b c
+   * 2m; q = A c m+d+op */
+  return elem * (8 * model_local + 6 * data_local) + 2 * op_bytes;
+}
+
+double roof_cgls_footprint(double model_local, double data_local, double elem, double op_bytes) {
+  return elem * (3 * model_local + 2 * data_local) + op_bytes;
+}
+
+double roof_cold_penalty(const roof_path *p, const char *kind) {
+  if (strcmp(kind, "reduce") == 0 && p->cold.has_reduce)
+    return p->cold.reduce.penalty;
+  return p->cold.has_epoch ? p->cold.epoch.penalty : 0;
+}
+
+/* Why a site is warm or cold, for the table and the report. */
+static const char *regime_of(const roof_analysis *a, const roof_profile *prof) {
+  if (!prof->cache.has)
+    return "warm: no cold term";
+  if (a->reuse_bytes <= 0)
+    return "warm: bytes unknown";
+  return a->cold_fraction >= 1 ? "cold" : a->cold_fraction > 0 ? "partly cold" : "warm";
+}
+
 static double site_bytes(const roof_site *s) {
   return s->messages * s->bytes_per_message;
 }
@@ -100,7 +161,8 @@ static int find_path(const roof_profile *prof, const char *name) {
   return -1;
 }
 
-int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, roof_analysis *a) {
+int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, double bytes_per_iter, double footprint,
+                 roof_analysis *a) {
   memset(a, 0, sizeof *a);
   a->site = s;
   a->on = calloc(prof->npaths ? (size_t)prof->npaths : 1, sizeof *a->on);
@@ -112,17 +174,29 @@ int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, r
   a->per_call = s->calls > 0 ? t / s->calls : 0;
   a->achieved = a->per_call > 0 ? site_bytes(s) / a->per_call : 0;
   a->calls_per_iter = iterations > 0 ? s->calls / iterations : s->calls;
+  /* The site's communication state was last used one call of the site ago: in between, the solver streamed
+   * bytes_per_iter / calls_per_iter bytes, of which at most its footprint are distinct (the reuse distance
+   * that decides what is still cached). */
+  if (iterations > 0 && bytes_per_iter > 0 && a->calls_per_iter > 0)
+    a->reuse_bytes =
+        footprint > 0 ? fmin(footprint, bytes_per_iter / a->calls_per_iter) : bytes_per_iter / a->calls_per_iter;
+  a->cold_fraction = s->messages > 0 ? roof_cold_fraction(&prof->cache, a->reuse_bytes) : 0;
+  a->regime = regime_of(a, prof);
   for (int j = 0; j < prof->npaths; ++j) {
     const roof_path *p = &prof->paths[j];
-    double n = s->messages > 0 ? s->messages : 1;
+    double n = s->messages > 0 ? s->messages : 1, warm = predict(s, p), pen = roof_cold_penalty(p, s->kind);
     a->on[j] = (roof_onpath){.path = p,
                              .pure_bw = roof_pure_bw(&p->fit, n, s->bytes_per_message),
                              .fitted_bw = roof_fitted_bw(&p->fit, n, s->bytes_per_message),
                              .elbow = roof_elbow(&p->fit, n),
-                             .predicted = predict(s, p)};
+                             .predicted = warm + a->cold_fraction * pen,
+                             .predicted_warm = warm,
+                             .penalty = pen};
     /* A reduction's attainable rate is what the path's reduction fit allows, not one neighbour epoch's. */
     if (strcmp(s->kind, "reduce") == 0 && p->has_rfit && a->on[j].predicted > 0)
       a->on[j].fitted_bw = site_bytes(s) / a->on[j].predicted;
+    else if (a->cold_fraction > 0 && a->on[j].fitted_bw > 0) /* a cold epoch pays its penalty on top of t_sync */
+      a->on[j].fitted_bw = site_bytes(s) / (site_bytes(s) / a->on[j].fitted_bw + a->cold_fraction * pen);
   }
   a->home = find_path(prof, s->path);
   a->cause = a->hint = "";
@@ -151,6 +225,20 @@ double roof_run_predicted(const roof_run *r, int j) {
   for (int i = 0; i < r->nsites; ++i)
     t += r->an[i].calls_per_iter * r->an[i].on[j].predicted;
   return t;
+}
+
+double roof_run_predicted_warm(const roof_run *r, int j) {
+  double t = 0;
+  for (int i = 0; i < r->nsites; ++i)
+    t += r->an[i].calls_per_iter * r->an[i].on[j].predicted_warm;
+  return t;
+}
+
+int roof_run_cold_sites(const roof_run *r) {
+  int k = 0;
+  for (int i = 0; i < r->nsites; ++i)
+    k += r->an[i].cold_fraction > 0;
+  return k;
 }
 
 double roof_run_measured(const roof_run *r) {

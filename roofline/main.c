@@ -17,8 +17,9 @@
 static void usage(void) {
   roof_msg("usage:\n"
            "  rmaop-roofline probe [--quick] [--memory host|device] [--paths LIST] [--out FILE]\n"
-           "                       [--max-bytes SIZE] [--point-ms MS] [--min-reps N] [--max-reps N]\n"
+           "                       [--max-bytes SIZE] [--point-ms MS] [--min-reps N] [--max-reps N] [--cold-reps N]\n"
            "      time one epoch of n messages of m bytes per path; fit T(n,m) = alpha + n*o + n*m/beta;\n"
+           "      time the 8 B epoch and a 1-double reduction cold (after writing 4x the LLC; --cold-reps 0: not);\n"
            "      write the profile (default profile.json) and a plot of data vs fit (profile.svg)\n"
            "  rmaop-roofline run --problem deriv1d|lap2d|bdiag|vstack --n N --niter K [--backends LIST]\n"
            "                     [--sync fence,pscw,lock] [--transport shm,mpi] [--memory host|device]\n"
@@ -133,6 +134,8 @@ static int probe_option(args *a, roof_probe_options *o) {
     return parse_long(a, 1, 1000000, &x) ? -1 : (o->min_reps = (int)x, 0);
   if (!strcmp(a->name, "max-reps"))
     return parse_long(a, 1, 1000000, &x) ? -1 : (o->max_reps = (int)x, 0);
+  if (!strcmp(a->name, "cold-reps"))
+    return parse_long(a, 0, 64, &x) ? -1 : (o->cold_reps = (int)x, 0);
   return unknown(a);
 }
 
@@ -151,7 +154,7 @@ static int check_paths(const roof_probe_options *o) {
 }
 
 static int cmd_probe(args *a) {
-  roof_probe_options o = {.out = "profile.json", .memory = "host", .max_bytes = 64.0 * 1024 * 1024};
+  roof_probe_options o = {.out = "profile.json", .memory = "host", .max_bytes = 64.0 * 1024 * 1024, .cold_reps = -1};
   int st;
   while ((st = next_opt(a)) > 0)
     if (probe_option(a, &o))
@@ -164,6 +167,8 @@ static int cmd_probe(args *a) {
     o.min_reps = o.quick ? 5 : 10;
   if (o.max_reps <= 0)
     o.max_reps = o.quick ? 200 : 2000;
+  if (o.cold_reps < 0)
+    o.cold_reps = o.quick ? 9 : 21;
   if (o.max_reps < o.min_reps)
     return roof_msg("rmaop-roofline probe: --max-reps < --min-reps\n"), 2;
   return roof_probe(&o);

@@ -13,7 +13,17 @@
  * memory until rmaop_ctx_synchronize says the stream has finished it); two warm-up epochs
  * excluded; the repetition count adapts so each point gets ~point_ms of timed work, within [min_reps,
  * max_reps], decided from the slowest rank's warm-up so every rank runs the same count; each
- * repetition counts as its slowest rank (MPI_MAX over ranks), and the point is the median repetition. */
+ * repetition counts as its slowest rank (MPI_MAX over ranks), and the point is the median repetition.
+ *
+ * Cold points (host memory): the same epoch of one 8-byte message and the reduction of one double, timed
+ * right after every rank wrote a scratch buffer of 4x the last-level cache (at most 256 MiB; 64 MiB when the
+ * LLC is unknown), untimed, and met in a barrier, untimed: what a solver pays when it streams more than the
+ * cache between two calls and the communication state (window control words, MPI's queues) comes back from
+ * DRAM. Warm repetitions are timed in between, so warm and cold come from the same minutes of a shared
+ * machine. On the first path the 8-byte epoch is also timed after sweeps of 1 MiB, 2 MiB, ... (the curve):
+ * how its penalty grows with the bytes swept is how `run` scales a path's penalty to a site's reuse
+ * distance (roof_cold_fraction). Device memory gets
+ * no cold points: a solver's vectors then live in GPU memory and do not pass through the host caches. */
 #include "tool.h"
 
 #include <math.h>
@@ -36,6 +46,16 @@ typedef struct {
   double in[8192], out[8192];
   int64_t count;
 } reduce_state;
+
+static reduce_state reduce_buf; /* 128 KiB of buffers: not on the stack */
+
+/* The scratch buffer written before every cold repetition. */
+typedef struct {
+  volatile unsigned char *buf; /* volatile: the stores are the point, nothing reads them */
+  size_t bytes;
+  size_t line;
+  unsigned pass;
+} sweeper;
 
 static int world_rank(void) {
   int r = 0;
@@ -173,6 +193,147 @@ static int time_op(roof_op op, void *arg, const roof_probe_options *o, double *m
   return failed ? -1 : 0;
 }
 
+/* ---- cold timing ------------------------------------------------------------------------------------------ */
+
+#define ROOF_COLD_MAX_REPS 64
+#define ROOF_WARM_PER_COLD 4
+/* Barriers after the sweep (which ends in one) before a cold repetition. One would do on a quiet machine;
+ * with more processes than cores Open MPI yields the CPU while it waits, so a rank may still be off the CPU
+ * when the barrier releases its peer, and the timed epoch would wait a scheduler tick (4 ms) for it. The
+ * later barriers are passed with both ranks running; they touch only the barrier's state. */
+#define ROOF_COLD_BARRIERS 2
+#define ROOF_SWEEP_CAP (256.0 * 1024 * 1024)
+#define ROOF_SWEEP_DEFAULT (64.0 * 1024 * 1024)
+#define ROOF_SWEEP_CHUNK ((size_t)16 << 20)
+
+/* One store per cache line dirties every line of the first @p bytes: the caches then hold the scratch, and
+ * whatever the communication touched before must come back from DRAM. In chunks of ROOF_SWEEP_CHUNK with a
+ * barrier after each, so the ranks sweep in step: a rank that finished a long sweep early would wait in a
+ * barrier that, with more processes than cores, gives its CPU away (Open MPI yields while it waits), and the
+ * cold epoch would then time the scheduler. A chunk takes about as long as a solver computes between two
+ * calls (a millisecond or two). Collective. */
+static void sweep(sweeper *sw, size_t bytes) {
+  const unsigned char x = (unsigned char)++sw->pass;
+  bytes = bytes < sw->bytes ? bytes : sw->bytes;
+  for (size_t c = 0; c < bytes; c += ROOF_SWEEP_CHUNK) {
+    const size_t end = bytes - c < ROOF_SWEEP_CHUNK ? bytes : c + ROOF_SWEEP_CHUNK;
+    for (size_t i = c; i < end; i += sw->line)
+      sw->buf[i] = x;
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+}
+
+/* Last-level cache the system reports: sysconf (glibc), else sysfs ("32768K"); 0 when unknown. */
+static double llc_size(char *source, size_t len) {
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (v > 0)
+    return snprintf(source, len, "sysconf"), (double)v;
+#endif
+  FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+  double x = 0;
+  char unit = 0;
+  int k = f ? fscanf(f, "%lf%c", &x, &unit) : 0;
+  if (f)
+    fclose(f);
+  if (k >= 1 && x > 0) {
+    snprintf(source, len, "sysfs");
+    return x * (unit == 'K' ? 1024.0 : unit == 'M' ? 1048576.0 : unit == 'G' ? 1073741824.0 : 1.0);
+  }
+  snprintf(source, len, "unknown");
+  return 0;
+}
+
+/* 4x the LLC, at most 256 MiB (64 MiB when the LLC is unknown), and at most a quarter of physical memory
+ * shared by the ranks. Every rank allocates and touches it once (page faults are not part of the timing);
+ * the ranks agree, so a rank that could not allocate turns the cold points off everywhere. Collective. */
+static int sweeper_create(sweeper *sw, roof_cache *c) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  memset(sw, 0, sizeof *sw);
+  c->llc_bytes = llc_size(c->llc_source, sizeof c->llc_source);
+  double want = c->llc_bytes > 0 ? fmin(4 * c->llc_bytes, ROOF_SWEEP_CAP) : ROOF_SWEEP_DEFAULT;
+#ifdef _SC_PHYS_PAGES
+  double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+  if (phys > 0)
+    want = fmin(want, phys / (4.0 * size));
+#endif
+  long line = 64;
+#ifdef _SC_LEVEL1_DCACHE_LINESIZE
+  line = sysconf(_SC_LEVEL1_DCACHE_LINESIZE);
+#endif
+  sw->line = line >= 16 && line <= 1024 ? (size_t)line : 64;
+  sw->bytes = (size_t)want;
+  sw->buf = malloc(sw->bytes);
+  int bad = sw->buf == NULL, any = 0;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (any) {
+    free((void *)sw->buf);
+    sw->buf = NULL;
+    return -1;
+  }
+  sweep(sw, sw->bytes);
+  c->sweep_bytes = (double)sw->bytes;
+  return 0;
+}
+
+/* Cold and warm medians of one operation, paired. Each repetition: sweep @p bytes (untimed), barriers
+ * (untimed), time the operation cold, then ROOF_WARM_PER_COLD times barrier + operation warm. Every
+ * repetition counts as its slowest rank. Collective; returns 0, or -1 when the operation failed somewhere. */
+static int time_cold(roof_op op, void *arg, sweeper *sw, size_t bytes, int reps, roof_cold_point *out) {
+  double t[ROOF_COLD_MAX_REPS * (1 + ROOF_WARM_PER_COLD) + 1];
+  rmaop_status st = RMAOP_OK;
+  reps = reps < ROOF_COLD_MAX_REPS ? reps : ROOF_COLD_MAX_REPS;
+  const int nt = reps * (1 + ROOF_WARM_PER_COLD);
+  for (int w = 0; w < 2 && st == RMAOP_OK; ++w) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    st = op(arg);
+  }
+  for (int i = 0; i < reps && st == RMAOP_OK; ++i) {
+    sweep(sw, bytes);
+    for (int b = 0; b < ROOF_COLD_BARRIERS; ++b)
+      MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    st = op(arg);
+    t[i] = MPI_Wtime() - t0;
+    for (int w = 0; w < ROOF_WARM_PER_COLD && st == RMAOP_OK; ++w) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      t0 = MPI_Wtime();
+      st = op(arg);
+      t[reps + i * ROOF_WARM_PER_COLD + w] = MPI_Wtime() - t0;
+    }
+  }
+  t[nt] = st != RMAOP_OK;
+  MPI_Allreduce(MPI_IN_PLACE, t, nt + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  if (t[nt] > 0)
+    return -1;
+  out->cold = roof_median(t, reps);
+  out->warm = roof_median(t + reps, nt - reps);
+  out->penalty = fmax(0, out->cold - out->warm);
+  out->reps = reps;
+  return 0;
+}
+
+/* The 8-byte epoch after sweeps of 1 MiB, 2 MiB, ... below the full sweep, whose point @p full ends the
+ * curve (roof_cold_fraction reads it). Collective. */
+static int measure_curve(epoch_state *e, sweeper *sw, int reps, const char *path, const roof_cold_point *full,
+                         roof_cache *c) {
+  c->ncurve = 0;
+  for (double b = 1048576; b < (double)sw->bytes && c->ncurve < ROOF_MAX_CURVE - 1; b *= 2) {
+    roof_cold_point q;
+    if (time_cold(epoch_run, e, sw, (size_t)b, reps, &q))
+      return -1;
+    c->curve_bytes[c->ncurve] = b;
+    c->curve_t[c->ncurve++] = q.cold;
+  }
+  c->curve_bytes[c->ncurve] = (double)sw->bytes;
+  c->curve_t[c->ncurve++] = full->cold;
+  c->curve_warm = full->warm;
+  snprintf(c->curve_path, sizeof c->curve_path, "%s", path);
+  c->has = 1;
+  return 0;
+}
+
 /* ---- the grid ----------------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -290,7 +451,7 @@ static int probe_epochs(rmaop_ctx ctx, const grid *g, const roof_probe_options *
 }
 
 static int probe_reduce(rmaop_ctx ctx, const roof_probe_options *o, roof_path *p) {
-  static reduce_state r; /* 128 KiB of buffers: not on the stack */
+  reduce_state *const r = &reduce_buf;
   int64_t counts[16];
   int nc = 0;
   for (int64_t c = 1; c <= 4096; c *= o->quick ? 8 : 2)
@@ -298,13 +459,13 @@ static int probe_reduce(rmaop_ctx ctx, const roof_probe_options *o, roof_path *p
   p->rpoints = calloc((size_t)nc, sizeof *p->rpoints);
   if (!p->rpoints)
     return -1;
-  r.ctx = ctx;
+  r->ctx = ctx;
   for (int i = 0; i < 8192; ++i)
-    r.in[i] = 1.0;
+    r->in[i] = 1.0;
   for (int i = 0; i < nc; ++i) {
     roof_rpoint *q = &p->rpoints[i];
-    r.count = counts[i];
-    if (time_op(reduce_run, &r, o, &q->t, &q->reps))
+    r->count = counts[i];
+    if (time_op(reduce_run, r, o, &q->t, &q->reps))
       return -1;
     q->count = counts[i];
     p->nrpoints = i + 1;
@@ -312,8 +473,52 @@ static int probe_reduce(rmaop_ctx ctx, const roof_probe_options *o, roof_path *p
   return 0;
 }
 
+static void show_cold(const roof_path *p) {
+  roof_msg("probe %s: cold (after writing %.0f MiB per rank): 8 B epoch %.2f -> %.2f us, 1-double reduction "
+           "%.2f -> %.2f us\n",
+           p->name, p->cold.sweep_bytes / 1048576, p->cold.epoch.warm * 1e6, p->cold.epoch.cold * 1e6,
+           p->cold.reduce.warm * 1e6, p->cold.reduce.cold * 1e6);
+}
+
+static void show_curve(const roof_cache *c) {
+  roof_msg("probe %s: 8 B epoch warm %.2f us; cold after writing", c->curve_path, c->curve_warm * 1e6);
+  for (int i = 0; i < c->ncurve; ++i)
+    roof_msg(" %.0f MiB: %.2f%s", c->curve_bytes[i] / 1048576, c->curve_t[i] * 1e6, i + 1 < c->ncurve ? "," : " us\n");
+}
+
+/* The cold points of one path; on the first path also the curve (roof_cold_fraction). A failure loses the
+ * cold points, not the path. Collective. */
+static void probe_cold(rmaop_ctx ctx, const roof_probe_options *o, sweeper *sw, roof_path *p, roof_cache *cache) {
+  epoch_state e;
+  roof_cold *c = &p->cold;
+  memset(c, 0, sizeof *c);
+  if (epoch_setup(ctx, 1, 8, &e) != RMAOP_OK)
+    return;
+  int bad = time_cold(epoch_run, &e, sw, sw->bytes, o->cold_reps, &c->epoch);
+  if (!bad && !cache->has) {
+    bad = measure_curve(&e, sw, o->cold_reps, p->name, &c->epoch, cache);
+    if (!bad)
+      show_curve(cache);
+  }
+  epoch_free(&e);
+  reduce_buf.ctx = ctx;
+  reduce_buf.count = 1;
+  reduce_buf.in[0] = 1.0;
+  if (!bad)
+    bad = time_cold(reduce_run, &reduce_buf, sw, sw->bytes, o->cold_reps, &c->reduce);
+  if (bad) {
+    memset(c, 0, sizeof *c);
+    roof_msg("probe %s: no cold points: %s\n", p->name, rmaop_ctx_last_error(ctx));
+    return;
+  }
+  c->has_epoch = c->has_reduce = 1;
+  c->sweep_bytes = (double)sw->bytes;
+  show_cold(p);
+}
+
 /* Probes one path into @p p. Returns 0, or 1 when the path does not exist here (skipped, said why). */
-static int probe_path(const char *name, const grid *g, const roof_probe_options *o, roof_path *p) {
+static int probe_path(const char *name, const grid *g, const roof_probe_options *o, sweeper *sw, roof_cache *cache,
+                      roof_path *p) {
   rmaop_ctx ctx = NULL;
   char err[ROOF_ERR_MAX];
   memset(p, 0, sizeof *p);
@@ -332,6 +537,8 @@ static int probe_path(const char *name, const grid *g, const roof_probe_options 
     roof_msg("%sprobe %s: skipped: %s\n", pr.tty ? "\n" : "", name, rmaop_ctx_last_error(ctx));
   else
     progress_show(&pr, 1);
+  if (!bad && sw->buf)
+    probe_cold(ctx, o, sw, p, cache);
   rmaop_ctx_destroy(&ctx);
   return bad ? 1 : 0;
 }
@@ -403,13 +610,22 @@ int roof_probe(const roof_probe_options *o) {
     return roof_msg("rmaop-roofline: out of memory\n"), 1;
   roof_msg("probe: %d ranks, %s memory, %d paths, %d points each (n*m <= %.0f MiB)%s\n", size, o->memory, np,
            grid_points(&g), g.cap / 1048576, o->quick ? ", quick" : "");
+  sweeper sw = {0};
+  if (strcmp(o->memory, "host") != 0)
+    roof_msg("probe: no cold-cache points on device memory (the solver's vectors do not pass the host caches)\n");
+  else if (o->cold_reps > 0 && sweeper_create(&sw, &prof.cache))
+    roof_msg("probe: no cold-cache points: cannot allocate the %.0f MiB scratch buffer\n", (double)sw.bytes / 1048576);
+  else if (o->cold_reps > 0)
+    roof_msg("probe: cold points after writing %.0f MiB per rank (LLC %.0f MiB, %s)\n", (double)sw.bytes / 1048576,
+             prof.cache.llc_bytes / 1048576, prof.cache.llc_source);
   for (int i = 0; i < np; ++i) {
     roof_path *p = &prof.paths[prof.npaths];
-    if (probe_path(names[i], &g, o, p) == 0 && (rank != 0 || fit_path(p) == 0))
+    if (probe_path(names[i], &g, o, &sw, &prof.cache, p) == 0 && (rank != 0 || fit_path(p) == 0))
       ++prof.npaths;
     else
       free(p->points), free(p->rpoints);
   }
+  free((void *)sw.buf);
   int rc = 0;
   if (rank == 0 && prof.npaths == 0)
     rc = (fprintf(stderr, "rmaop-roofline probe: no path could be probed\n"), 1);

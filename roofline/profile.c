@@ -1,6 +1,8 @@
 /* Machine profiles: the probe's raw medians and the fitted model per path, as JSON (format
  * "rmaop-roofline-profile", version 1). The reader accepts exactly what the writer produces (plus extra
- * members, ignored) and names the file and the field of anything missing or malformed. */
+ * members, ignored) and names the file and the field of anything missing or malformed. The cold-cache members
+ * ("cache" at the top, "cold" per path) are optional: profiles of older probes lack them and load with no
+ * cold term. */
 #include "roofline.h"
 
 #include <errno.h>
@@ -116,6 +118,53 @@ static void write_reduce(FILE *f, const roof_path *p) {
   fputs("]}", f);
 }
 
+static void write_cold_point(FILE *f, const char *key, const roof_cold_point *c, const char *shape) {
+  fprintf(f, "\"%s\": {%s, ", key, shape);
+  write_num(f, "warm", c->warm, 1);
+  write_num(f, "cold", c->cold, 1);
+  write_num(f, "penalty", c->penalty, 1);
+  fprintf(f, "\"reps\": %d}", c->reps);
+}
+
+/* Written only when measured: a profile without "cold" is one from an older probe (or device memory). */
+static void write_cold(FILE *f, const roof_cold *c) {
+  if (!c->has_epoch && !c->has_reduce)
+    return;
+  fputs(",\n   \"cold\": {", f);
+  write_num(f, "sweep_bytes", c->sweep_bytes, 0);
+  if (c->has_epoch) {
+    fputs(", ", f);
+    write_cold_point(f, "epoch", &c->epoch, "\"n\": 1, \"m\": 8");
+  }
+  if (c->has_reduce) {
+    fputs(", ", f);
+    write_cold_point(f, "reduce", &c->reduce, "\"count\": 1");
+  }
+  fputs("}", f);
+}
+
+static void write_cache(FILE *f, const roof_cache *c) {
+  if (!c->has)
+    return;
+  fputs(" \"cache\": {", f);
+  write_num(f, "llc_bytes", c->llc_bytes, 1);
+  fprintf(f, "\"llc_source\": ");
+  json_write_string(f, c->llc_source);
+  fputs(", ", f);
+  write_num(f, "sweep_bytes", c->sweep_bytes, 1);
+  fprintf(f, "\"curve_path\": ");
+  json_write_string(f, c->curve_path);
+  fputs(",\n  ", f);
+  write_num(f, "curve_warm", c->curve_warm, 1);
+  fputs("\"curve\": [", f);
+  for (int i = 0; i < c->ncurve; ++i)
+    fprintf(f, "%s{\"bytes\": %.0f, \"t\": %.9g}", i ? ", " : "", c->curve_bytes[i], c->curve_t[i]);
+  fputs("],\n  \"rule\": \"a site whose solver touches d bytes per rank between two of its calls pays, per call, the "
+        "fraction (t(d) - curve_warm) / (t(sweep_bytes) - curve_warm) of its path's cold penalty (curve t "
+        "interpolated in log d, nondecreasing)\"},\n",
+        f);
+}
+
 static void write_path(FILE *f, const roof_path *p) {
   fputs("  {\"name\": ", f);
   json_write_string(f, p->name);
@@ -129,6 +178,7 @@ static void write_path(FILE *f, const roof_path *p) {
   fputs("]", f);
   if (p->has_rfit)
     write_reduce(f, p);
+  write_cold(f, &p->cold);
   fputs("}", f);
 }
 
@@ -142,8 +192,10 @@ int roof_profile_write(const roof_profile *p, const char *file, char *err, size_
           p->quick ? "true" : "false");
   json_write_string(f, p->pattern);
   fputs(",\n \"model\": \"T(n,m) = alpha + n*o + n*m/beta [seconds; beta in bytes/s]; (o, beta) of the first piece "
-        "whose upto >= m (split_on m) or n*m (split_on bytes); L = T(1,8)\",\n \"paths\": [\n",
+        "whose upto >= m (split_on m) or n*m (split_on bytes); L = T(1,8)\",\n",
         f);
+  write_cache(f, &p->cache);
+  fputs(" \"paths\": [\n", f);
   for (int i = 0; i < p->npaths; ++i) {
     write_path(f, &p->paths[i]);
     fputs(i + 1 < p->npaths ? ",\n" : "\n", f);
@@ -325,6 +377,75 @@ static int read_reduce(reader *r, const json_value *red, roof_path *p) {
   return 0;
 }
 
+static int read_cold_point(reader *r, const json_value *o, const char *key, roof_cold_point *c) {
+  const json_value *v = json_get(o, key);
+  if (!v || v->type != JSON_OBJECT)
+    return bad(r, key, "missing or not an object");
+  if (get_nonneg(r, v, "warm", &c->warm, 0) || get_nonneg(r, v, "cold", &c->cold, 0) ||
+      get_nonneg(r, v, "penalty", &c->penalty, 0) || get_int(r, v, "reps", &c->reps, 0))
+    return -1;
+  return 0;
+}
+
+/* Optional (older probes did not measure it): absent leaves the path without a cold penalty. */
+static int read_cold(reader *r, const json_value *path, roof_cold *c) {
+  const json_value *o = json_get(path, "cold");
+  if (!o || o->type == JSON_NULL)
+    return 0;
+  if (o->type != JSON_OBJECT)
+    return bad(r, "cold", "not an object");
+  size_t len = strlen(r->where);
+  strncat(r->where, ".cold", sizeof r->where - len - 1);
+  int st = get_nonneg(r, o, "sweep_bytes", &c->sweep_bytes, 0);
+  c->has_epoch = !st && json_get(o, "epoch");
+  c->has_reduce = !st && json_get(o, "reduce");
+  if (!st && c->has_epoch)
+    st = read_cold_point(r, o, "epoch", &c->epoch);
+  if (!st && c->has_reduce)
+    st = read_cold_point(r, o, "reduce", &c->reduce);
+  r->where[len] = 0;
+  if (st)
+    c->has_epoch = c->has_reduce = 0;
+  return st ? -1 : 0;
+}
+
+static int read_curve(reader *r, const json_value *o, roof_cache *c) {
+  const json_value *a = get_array(r, o, "curve");
+  if (!a)
+    return -1;
+  if (a->count > ROOF_MAX_CURVE)
+    return bad(r, "curve", "more than 16 points");
+  for (size_t i = 0; i < a->count; ++i) {
+    if (get_nonneg(r, &a->items[i], "bytes", &c->curve_bytes[i], 0) ||
+        get_nonneg(r, &a->items[i], "t", &c->curve_t[i], 0))
+      return -1;
+    if (!(c->curve_bytes[i] > (i ? c->curve_bytes[i - 1] : 0)))
+      return bad(r, "curve", "bytes must be > 0 and increase");
+  }
+  c->ncurve = (int)a->count;
+  return 0;
+}
+
+/* Optional, like a path's "cold": without it every site is predicted warm. */
+static int read_cache(reader *r, const json_value *root, roof_cache *c) {
+  const json_value *o = json_get(root, "cache");
+  if (!o || o->type == JSON_NULL)
+    return 0;
+  if (o->type != JSON_OBJECT)
+    return bad(r, "cache", "not an object");
+  snprintf(r->where, sizeof r->where, "cache");
+  int st = get_nonneg(r, o, "llc_bytes", &c->llc_bytes, 0) ||
+           get_str(r, o, "llc_source", c->llc_source, sizeof c->llc_source) ||
+           get_nonneg(r, o, "sweep_bytes", &c->sweep_bytes, 0) ||
+           get_str(r, o, "curve_path", c->curve_path, sizeof c->curve_path) ||
+           get_nonneg(r, o, "curve_warm", &c->curve_warm, 0) || read_curve(r, o, c);
+  if (!st && !(c->sweep_bytes > 0))
+    st = bad(r, "sweep_bytes", "must be > 0");
+  r->where[0] = 0;
+  c->has = !st;
+  return st ? -1 : 0;
+}
+
 static int read_path(reader *r, const json_value *o, roof_path *p) {
   char b[16], s[16], t[16], m[16], why[ROOF_ERR_MAX];
   if (o->type != JSON_OBJECT)
@@ -344,7 +465,7 @@ static int read_path(reader *r, const json_value *o, roof_path *p) {
     if (read_reduce(r, red, p))
       return -1;
   }
-  return 0;
+  return read_cold(r, o, &p->cold);
 }
 
 static int read_header(reader *r, const json_value *root, roof_profile *p) {
@@ -379,6 +500,8 @@ int roof_profile_read(const char *file, roof_profile *out, char *err, size_t err
   if (!root)
     return -1;
   int st = read_header(&r, root, &p);
+  if (!st)
+    st = read_cache(&r, root, &p.cache);
   const json_value *paths = st ? NULL : get_array(&r, root, "paths");
   if (!st && !paths)
     st = -1;

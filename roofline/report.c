@@ -57,6 +57,36 @@ void roof_report_profile_table(FILE *f, const roof_profile *p) {
     if (q->has_rfit)
       fprintf(f, "%-16s reduce: T = %.3f us + bytes / %.3g GB/s (rel med %.3f, max %.3f)%s\n", "", q->rfit.alpha * US,
               gbs(q->rfit.beta), q->rfit.rel_median, q->rfit.rel_max, q->rfit.poor ? "  fit: poor" : "");
+    if (q->cold.has_epoch)
+      fprintf(f, "%-16s cold: 8 B epoch %.2f -> %.2f us (+%.2f)", "", q->cold.epoch.warm * US, q->cold.epoch.cold * US,
+              q->cold.epoch.penalty * US);
+    if (q->cold.has_epoch && q->cold.has_reduce)
+      fprintf(f, ", 1-double reduce %.2f -> %.2f us (+%.2f)", q->cold.reduce.warm * US, q->cold.reduce.cold * US,
+              q->cold.reduce.penalty * US);
+    if (q->cold.has_epoch)
+      fputc('\n', f);
+  }
+  roof_report_cache(f, p);
+}
+
+void roof_report_cache(FILE *f, const roof_profile *p) {
+  char llc[32], sweep[32], b[32];
+  const roof_cache *c = &p->cache;
+  if (!c->has) {
+    fprintf(f, "cold-cache term: none in this profile (%s): every site is predicted warm\n",
+            strcmp(p->memory, "host") ? "device memory" : "older probe, or --cold-reps 0");
+    return;
+  }
+  roof_format_bytes(c->llc_bytes, llc, sizeof llc);
+  roof_format_bytes(c->sweep_bytes, sweep, sizeof sweep);
+  fprintf(f,
+          "cold-cache term: cold points after writing %s per rank (LLC %s, %s); a site pays the share of its "
+          "path's penalty that %s's 8 B epoch shows at the site's reuse distance:\n  warm %.2f us; after",
+          sweep, c->llc_bytes > 0 ? llc : "unknown", c->llc_source, c->curve_path, c->curve_warm * US);
+  for (int i = 0; i < c->ncurve; ++i) {
+    roof_format_bytes(c->curve_bytes[i], b, sizeof b);
+    fprintf(f, " %s %.2f (%.0f%%)%s", b, c->curve_t[i] * US, 100 * roof_cold_fraction(c, c->curve_bytes[i]),
+            i + 1 < c->ncurve ? "," : " us\n");
   }
 }
 
@@ -83,13 +113,18 @@ void roof_verdict(const roof_run *r, const roof_profile *prof, char *buf, size_t
   double meas = roof_run_measured(r), incall = r->iterations > 0 ? r->time_comm / r->iterations : 0;
   int n = incall > 0 ? snprintf(buf, len, "%s%s%s: messaging %.2f %s (in-solver comm %.2f)", r->solver,
                                 *r->path ? " on " : "", r->path, meas * US, unit, incall * US)
-                     : snprintf(buf, len, "%s%s%s: trace sites %.2f %s", r->solver, *r->path ? " on " : "",
-                                r->path, meas * US, unit);
+                     : snprintf(buf, len, "%s%s%s: trace sites %.2f %s", r->solver, *r->path ? " on " : "", r->path,
+                                meas * US, unit);
   if (home >= 0 && (size_t)n < len)
     n = append(len, n,
                snprintf(buf + n, len - (size_t)n, ", model %.2f (%+.0f%%)%s", roof_run_predicted(r, home) * US,
                         meas > 0 ? 100 * (roof_run_predicted(r, home) / meas - 1) : 0.0,
                         prof->paths[home].fit.poor ? " (fit: poor)" : ""));
+  if (home >= 0 && roof_run_cold_sites(r) > 0 && (size_t)n < len)
+    n = append(len, n,
+               snprintf(buf + n, len - (size_t)n, " with %d (partly) cold site%s (warm model %.2f)",
+                        roof_run_cold_sites(r), roof_run_cold_sites(r) > 1 ? "s" : "",
+                        roof_run_predicted_warm(r, home) * US));
   if (best < 0 || (size_t)n >= len)
     return;
   double tb = roof_run_predicted(r, best);
@@ -115,20 +150,28 @@ void roof_report_verdict(FILE *f, const roof_run *r, const roof_profile *prof) {
 }
 
 static void table_sites(FILE *f, const roof_run *r, const roof_profile *prof) {
-  fprintf(f, "%-18s %-6s %4s %10s %8s %10s %10s %10s %10s %6s  %s\n", "site", "kind", "n", "bytes/msg",
-          r->iterations > 0 ? "calls/it" : "calls", "us/call", "GB/s", "roof GB/s", "s*", "E", "class");
+  fprintf(f, "%-18s %-6s %4s %10s %8s %10s %10s %10s %10s %6s %-20s %s\n", "site", "kind", "n", "bytes/msg",
+          r->iterations > 0 ? "calls/it" : "calls", "us/call", "GB/s", "roof GB/s", "s*", "E", "cache (reuse)",
+          "class");
   for (int i = 0; i < r->nsites; ++i) {
     const roof_analysis *a = &r->an[i];
     const roof_site *s = a->site;
-    char bytes[32], elbow[32] = "-", roof[32] = "-";
+    char bytes[32], elbow[32] = "-", roof[32] = "-", reuse[32], regime[48];
     roof_format_bytes(s->bytes_per_message, bytes, sizeof bytes);
     if (a->home >= 0) {
       roof_format_bytes(a->on[a->home].elbow, elbow, sizeof elbow);
       snprintf(roof, sizeof roof, "%.4g", gbs(a->on[a->home].fitted_bw));
     }
-    fprintf(f, "%-18.18s %-6s %4.0f %10s %8.2f %10.2f %10.4g %10s %10s %6.2f  %s%s\n", s->label, s->kind, s->messages,
-            bytes, a->calls_per_iter, a->per_call * US, gbs(a->achieved), roof, elbow, a->efficiency,
-            roof_class_name(a->cls), a->home >= 0 && prof->paths[a->home].fit.poor ? " (fit: poor)" : "");
+    roof_format_bytes(a->reuse_bytes, reuse, sizeof reuse);
+    if (a->reuse_bytes > 0 && a->cold_fraction > 0 && a->cold_fraction < 1)
+      snprintf(regime, sizeof regime, "cold %.0f%% (%s)", 100 * a->cold_fraction, reuse);
+    else if (a->reuse_bytes > 0)
+      snprintf(regime, sizeof regime, "%s (%s)", a->cold_fraction >= 1 ? "cold" : "warm", reuse);
+    else
+      snprintf(regime, sizeof regime, "%s", a->regime ? a->regime : "warm");
+    fprintf(f, "%-18.18s %-6s %4.0f %10s %8.2f %10.2f %10.4g %10s %10s %6.2f %-20s %s%s\n", s->label, s->kind,
+            s->messages, bytes, a->calls_per_iter, a->per_call * US, gbs(a->achieved), roof, elbow, a->efficiency,
+            regime, roof_class_name(a->cls), a->home >= 0 && prof->paths[a->home].fit.poor ? " (fit: poor)" : "");
     if (*a->cause)
       fprintf(f, "%-18s   bound by %s\n", "", a->cause);
     if (*a->hint)
@@ -138,12 +181,13 @@ static void table_sites(FILE *f, const roof_run *r, const roof_profile *prof) {
 
 /* Predicted time of every site on every profiled path, and the per-iteration sum. */
 static void table_paths(FILE *f, const roof_run *r, const roof_profile *prof) {
-  fprintf(f, "%-18s %12s", "predicted on", r->iterations > 0 ? "us/iter" : "us/solve");
+  fprintf(f, "%-18s %12s %12s", "predicted on", r->iterations > 0 ? "us/iter" : "us/solve", "warm model");
   for (int i = 0; i < r->nsites && i < 6; ++i)
     fprintf(f, " %14.14s", r->sites[i].label);
-  fprintf(f, "  (us/call)\n");
+  fprintf(f, "  (us/call; cold sites include the path's penalty)\n");
   for (int j = 0; j < prof->npaths; ++j) {
-    fprintf(f, "%-18s %12.2f", prof->paths[j].name, roof_run_predicted(r, j) * US);
+    fprintf(f, "%-18s %12.2f %12.2f", prof->paths[j].name, roof_run_predicted(r, j) * US,
+            roof_run_predicted_warm(r, j) * US);
     for (int i = 0; i < r->nsites && i < 6; ++i)
       fprintf(f, " %14.2f", r->an[i].on[j].predicted * US);
     fprintf(f, "%s%s\n", strcmp(prof->paths[j].name, r->path) == 0 ? "  <- ran here" : "",
@@ -160,6 +204,13 @@ void roof_report_table(FILE *f, const roof_run *runs, int nruns, const roof_prof
               r->iterations, r->time_total / r->iterations * US, r->time_comm / r->iterations * US,
               roof_run_measured(r) * US);
     fprintf(f, "\n");
+    if (r->bytes_per_iter > 0) {
+      char b[32], e[32];
+      roof_format_bytes(r->bytes_per_iter, b, sizeof b);
+      roof_format_bytes(r->footprint, e, sizeof e);
+      fprintf(f, "streams %s (%s distinct) per rank and iteration; %d of %d sites pay a cold penalty%s\n", b, e,
+              roof_run_cold_sites(r), r->nsites, prof->cache.has ? "" : " (the profile has no cold term)");
+    }
     table_sites(f, r, prof);
     table_paths(f, r, prof);
   }
@@ -201,6 +252,9 @@ static void json_site(FILE *f, const roof_analysis *a, const roof_profile *prof)
   json_kv_str(f, "fit", a->home >= 0 && prof->paths[a->home].fit.poor ? "poor" : a->home >= 0 ? "good" : "none", 1);
   json_kv_str(f, "cause", a->cause, 1);
   json_kv_str(f, "hint", a->hint, 1);
+  json_kv_str(f, "regime", a->regime ? a->regime : "warm", 1);
+  json_kv_num(f, "reuse_bytes", a->reuse_bytes, 1);
+  json_kv_num(f, "cold_fraction", a->cold_fraction, 1);
   fputs("\"on_paths\": [", f);
   for (int j = 0; j < prof->npaths; ++j) {
     const roof_onpath *o = &a->on[j];
@@ -210,7 +264,9 @@ static void json_site(FILE *f, const roof_analysis *a, const roof_profile *prof)
     json_kv_num(f, "pure_roof_Bps", o->pure_bw, 1);
     json_kv_num(f, "fitted_roof_Bps", o->fitted_bw, 1);
     json_kv_num(f, "elbow_bytes", o->elbow, 1);
-    json_kv_num(f, "predicted_time", o->predicted, 0);
+    json_kv_num(f, "predicted_time", o->predicted, 1);
+    json_kv_num(f, "predicted_time_warm", o->predicted_warm, 1);
+    json_kv_num(f, "cold_penalty", o->penalty, 0);
     fputs("}", f);
   }
   fputs("]}", f);
@@ -228,9 +284,15 @@ static void json_run(FILE *f, const roof_run *r, const roof_profile *prof) {
   json_kv_num(f, "time_comm", r->time_comm, 1);
   json_kv_num(f, "measured_comm_per_iter", roof_run_measured(r), 1); /* time inside rmaop's calls per site */
   json_kv_num(f, "incall_comm_per_iter", r->iterations > 0 ? r->time_comm / r->iterations : 0, 1);
+  json_kv_num(f, "bytes_per_iter", r->bytes_per_iter, 1); /* streamed per rank: with the footprint, picks */
+  json_kv_num(f, "footprint", r->footprint, 1);           /* each site's reuse distance and cold fraction */
+  fprintf(f, "\"cold_sites\": %d, ", roof_run_cold_sites(r));
   fputs("\"predicted_comm_per_iter\": {", f);
   for (int j = 0; j < prof->npaths; ++j)
     json_kv_num(f, prof->paths[j].name, roof_run_predicted(r, j), j + 1 < prof->npaths);
+  fputs("}, \"predicted_comm_per_iter_warm\": {", f);
+  for (int j = 0; j < prof->npaths; ++j)
+    json_kv_num(f, prof->paths[j].name, roof_run_predicted_warm(r, j), j + 1 < prof->npaths);
   fputs("}, ", f);
   json_kv_str(f, "best_path", best >= 0 ? prof->paths[best].name : "", 1);
   fprintf(f, "\"best_fit_poor\": %s, ", best >= 0 && prof->paths[best].fit.poor ? "true" : "false");
@@ -264,10 +326,28 @@ static void json_profile_summary(FILE *f, const roof_profile *prof) {
     fputs("], ", f);
     json_kv_num(f, "L", roof_latency(fit), 1);
     json_kv_num(f, "ceiling", roof_ceiling(fit), 1);
+    json_kv_num(f, "cold_penalty_epoch", roof_cold_penalty(&prof->paths[j], "plan"), 1);
+    json_kv_num(f, "cold_penalty_reduce", roof_cold_penalty(&prof->paths[j], "reduce"), 1);
     json_kv_str(f, "fit", fit->poor ? "poor" : "good", 0);
     fputs("}", f);
   }
-  fputs("]},\n", f);
+  fputs("],\n  \"cold\": ", f);
+  if (prof->cache.has) {
+    fputs("{", f);
+    json_kv_str(f, "curve_path", prof->cache.curve_path, 1);
+    json_kv_num(f, "llc_bytes", prof->cache.llc_bytes, 1);
+    json_kv_num(f, "sweep_bytes", prof->cache.sweep_bytes, 1);
+    fputs("\"curve_fraction\": [", f);
+    for (int i = 0; i < prof->cache.ncurve; ++i) {
+      fprintf(f, "%s{\"bytes\": %.0f, \"fraction\": ", i ? ", " : "", prof->cache.curve_bytes[i]);
+      json_write_number(f, roof_cold_fraction(&prof->cache, prof->cache.curve_bytes[i]));
+      fputs("}", f);
+    }
+    fputs("]}", f);
+  } else {
+    fputs("null", f); /* no cold term: every site predicted warm */
+  }
+  fputs("},\n", f);
 }
 
 int roof_report_json(const char *file, const roof_run *runs, int nruns, const roof_profile *prof, char *err,
@@ -320,10 +400,12 @@ static void csv_row(FILE *f, const roof_run *r, const roof_analysis *a, int j) {
   csv_field(f, r->path);
   fputc(',', f);
   csv_field(f, s->label);
-  fprintf(f, ",%s,%s,%.6g,%.0f,%.9g,%.9g,%.9g,%s,%.4f,%s,%s,%.9g,%.9g,%.9g,%.9g\n", s->kind, s->path, a->calls_per_iter,
+  fprintf(f, ",%s,%s,%.6g,%.0f,%.9g,%.9g,%.9g,%s,%.4f,%s,%s,%.9g,%.9g,%.9g,%.9g,", s->kind, s->path, a->calls_per_iter,
           s->messages, s->bytes_per_message, a->per_call, gbs(a->achieved), roof_class_name(a->cls), a->efficiency,
           o->path->name, o->path->fit.poor ? "poor" : "good", gbs(o->pure_bw), gbs(o->fitted_bw), o->elbow,
           o->predicted);
+  csv_field(f, a->regime ? a->regime : "warm");
+  fprintf(f, ",%.0f,%.4f,%.9g,%.9g\n", a->reuse_bytes, a->cold_fraction, o->predicted_warm, o->penalty);
 }
 
 int roof_report_csv(const char *file, const roof_run *runs, int nruns, const roof_profile *prof, char *err,
@@ -331,10 +413,10 @@ int roof_report_csv(const char *file, const roof_run *runs, int nruns, const roo
   FILE *f = fopen(file, "w");
   if (!f)
     return roof_set_err(err, errlen, "cannot write \"%s\": %s", file, strerror(errno)), -1;
-  fputs(
-      "solver,run_path,label,kind,site_path,calls_per_iter,messages,bytes_per_message,time_per_call_s,"
-      "achieved_GBps,class,efficiency,profile_path,fit,pure_roof_GBps,fitted_roof_GBps,elbow_bytes,predicted_time_s\n",
-      f);
+  fputs("solver,run_path,label,kind,site_path,calls_per_iter,messages,bytes_per_message,time_per_call_s,"
+        "achieved_GBps,class,efficiency,profile_path,fit,pure_roof_GBps,fitted_roof_GBps,elbow_bytes,predicted_time_s,"
+        "regime,reuse_bytes,cold_fraction,predicted_time_warm_s,cold_penalty_s\n",
+        f);
   for (int k = 0; k < nruns; ++k)
     for (int i = 0; i < runs[k].nsites; ++i)
       for (int j = 0; j < prof->npaths; ++j)

@@ -96,6 +96,23 @@ typedef struct {
   int npoints, poor;
 } roof_rfit;
 
+/* One operation timed cold and warm (probe.c): before every cold repetition each rank writes a scratch
+ * buffer larger than the last-level cache (untimed), then the ranks meet in a barrier (untimed) and the
+ * operation is timed; warm repetitions are timed in between (barrier, operation), under the same conditions.
+ * Both are medians over repetitions of the slowest rank. penalty = max(0, cold - warm). */
+typedef struct {
+  double warm, cold, penalty; /* seconds */
+  int reps;                   /* cold repetitions */
+} roof_cold_point;
+
+/* A path's cold points: the epoch of one 8-byte message and the reduction of one double. Absent (has_* 0)
+ * in profiles from older probes and on device memory (the solver's vectors do not pass the host caches). */
+typedef struct {
+  int has_epoch, has_reduce;
+  double sweep_bytes; /* bytes each rank wrote before every cold repetition */
+  roof_cold_point epoch, reduce;
+} roof_cold;
+
 typedef struct {
   char name[ROOF_NAME_MAX]; /* "rma.lock.shm", "twosided", ... (".device" appended for device memory) */
   char backend[16], sync[16], transport[16], memory[16];
@@ -106,7 +123,27 @@ typedef struct {
   int nrpoints;
   roof_rfit rfit;
   int has_rfit;
+  roof_cold cold;
 } roof_path;
+
+#define ROOF_MAX_CURVE 16
+/* A cold penalty below this fraction of the warm time is no cache effect (noise): the curve is not used. */
+#define ROOF_COLD_MIN_REL 0.5
+
+/* The machine's cache as the cold-cache term sees it (one per profile). How cold a site is depends on its
+ * reuse distance d (the bytes its solver touches per rank between two of its calls): the probe measures the
+ * 8-byte epoch of one path after sweeps of 1 MiB, 2 MiB, ... up to sweep_bytes (the curve), and a site pays
+ * the fraction of its path's full cold penalty that the curve shows at d (roof_cold_fraction). */
+typedef struct {
+  int has;             /* 0: older profile, device memory or --cold-reps 0: every site is predicted warm */
+  double llc_bytes;    /* last-level cache the system reports (0: unknown) */
+  char llc_source[32]; /* "sysconf", "sysfs", "unknown" */
+  double sweep_bytes;  /* scratch written per rank before a cold repetition: 4 x LLC, <= 256 MiB; 64 MiB unknown */
+  char curve_path[ROOF_NAME_MAX];                              /* the path whose 8-byte epoch gave the curve */
+  double curve_warm;                                           /* that epoch warm (seconds) */
+  double curve_bytes[ROOF_MAX_CURVE], curve_t[ROOF_MAX_CURVE]; /* sweep bytes (ascending), cold median */
+  int ncurve;                                                  /* the last point is the full sweep */
+} roof_cache;
 
 typedef struct {
   int ranks;
@@ -116,6 +153,7 @@ typedef struct {
   char created[64];
   roof_path *paths;
   int npaths;
+  roof_cache cache;
 } roof_profile;
 
 /* Least squares with nonnegative coefficients, exact for k <= 7 columns (every support
@@ -147,6 +185,27 @@ double roof_fitted_bw(const roof_fit *f, double n, double s);
 /* Elbow (ridge point) s* = L*beta/n, where the diagonal meets the (stepped) ceiling: below it a site is
  * latency-bound, above it bandwidth-bound. */
 double roof_elbow(const roof_fit *f, double n);
+
+/* ---- the cold-cache term ---- */
+
+/* Fraction (0..1) of a path's full cold penalty that a site with reuse distance @p reuse_bytes pays: the
+ * curve's penalty at that distance over its penalty at the full sweep, interpolated linearly in log(bytes)
+ * between measured sweeps, made nondecreasing (each point is the smallest at or above its size, so a noisy
+ * spike at a small sweep does not count), 1 beyond the full sweep, the first point's below the first sweep.
+ * Without a usable curve (none, or a full penalty below ROOF_COLD_MIN_REL x warm) a step: 1 beyond the
+ * LLC (sweep_bytes / 4 when unknown), else 0. 0 when the profile has no cold term or reuse is unknown (<= 0). */
+double roof_cold_fraction(const roof_cache *c, double reuse_bytes);
+/* Bytes one rank streams per CGLS iteration (src/solver.c, rmaop_solve_cgls): every vector an operation
+ * reads or writes counts once: 8 passes over model-space vectors (local length @p model_local), 6 over
+ * data-space vectors (@p data_local), of @p elem bytes each, plus @p op_bytes (the operator's own storage,
+ * e.g. a dense block) read by one apply and one adjoint. */
+double roof_cgls_bytes(double model_local, double data_local, double elem, double op_bytes);
+/* Distinct bytes CGLS touches per rank and iteration: its 3 model-space (x, r, c) and 2 data-space (s, q)
+ * vectors and the operator's storage. A reuse distance never exceeds it (what is touched twice is cached once). */
+double roof_cgls_footprint(double model_local, double data_local, double elem, double op_bytes);
+/* Cold penalty per call of a site of @p kind ("reduce": the reduction's, else the epoch's; a path without
+ * a reduction point uses the epoch's) on path @p p; 0 when not measured. */
+double roof_cold_penalty(const roof_path *p, const char *kind);
 
 /* ---------------------------------------------------------------------------------------------------- */
 /* Profiles                                                                                              */
@@ -199,24 +258,33 @@ typedef enum {
 /* A site on one profiled path's roofline. */
 typedef struct {
   const roof_path *path;
-  double pure_bw, fitted_bw, elbow; /* bytes/s, bytes/s, bytes */
-  double predicted;                 /* model time per call on this path (reductions: the reduce fit) */
+  double pure_bw, fitted_bw, elbow; /* bytes/s, bytes/s, bytes; a cold site's fitted roof includes its penalty */
+  double predicted;                 /* model time per call on this path (reductions: the reduce fit), cold-aware */
+  double predicted_warm;            /* the same without the cold penalty */
+  double penalty;                   /* the path's cold penalty per call (cold_fraction of it is in predicted) */
 } roof_onpath;
 
 typedef struct {
   const roof_site *site;
   double per_call, achieved; /* seconds, bytes/s */
   double calls_per_iter;
-  roof_onpath *on;   /* one per profile path, in profile order */
-  int home;          /* index of the site's own path in the profile, -1 when not profiled */
-  roof_class cls;    /* against the home path */
-  double efficiency; /* achieved / fitted roof of the home path (0 when no home) */
-  const char *cause; /* what an overhead-bound site is bound by */
-  const char *hint;  /* what to try */
+  roof_onpath *on;      /* one per profile path, in profile order */
+  int home;             /* index of the site's own path in the profile, -1 when not profiled */
+  roof_class cls;       /* against the home path */
+  double efficiency;    /* achieved / fitted roof of the home path (0 when no home) */
+  const char *cause;    /* what an overhead-bound site is bound by */
+  const char *hint;     /* what to try */
+  double reuse_bytes;   /* bytes one rank touches between two calls of the site (0: unknown) */
+  double cold_fraction; /* of each path's cold penalty added per call (roof_cold_fraction) */
+  const char *regime;   /* "warm", "partly cold", "cold", or why warm ("warm: no cold term", ...) */
 } roof_analysis;
 
-/* Places @p s on every path of @p prof. @p iterations scales calls to per-iteration (0: per solve). */
-int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, roof_analysis *a);
+/* Places @p s on every path of @p prof. @p iterations scales calls to per-iteration (0: per solve).
+ * @p bytes_per_iter and @p footprint: what one rank streams and the distinct bytes it touches per solver
+ * iteration (0: unknown: warm); the site's reuse distance is min(footprint, bytes_per_iter / its calls per
+ * iteration), and roof_cold_fraction of it gives the share of the cold penalty its predictions pay. */
+int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, double bytes_per_iter, double footprint,
+                 roof_analysis *a);
 void roof_analysis_free(roof_analysis *a);
 const char *roof_class_name(roof_class c);
 /* Class from the numbers alone (exposed for tests): s vs elbow, then the efficiency thresholds. */
@@ -228,13 +296,19 @@ typedef struct {
   char path[ROOF_NAME_MAX];     /* the run path, "" for a trace file */
   int iterations;               /* 0 when unknown (trace files): totals are per solve */
   double time_total, time_comm; /* seconds per solve (max over ranks); 0 when unknown */
+  double bytes_per_iter;        /* bytes one rank streams per iteration (roof_cgls_bytes); 0 when unknown */
+  double footprint;             /* distinct bytes one rank touches per iteration (roof_cgls_footprint) */
   roof_site *sites;
   int nsites;
   roof_analysis *an; /* one per site */
 } roof_run;
 
-/* Predicted communication seconds per iteration (or per solve) of a run on profile path @p j. */
+/* Predicted communication seconds per iteration (or per solve) of a run on profile path @p j: cold-aware
+ * (each site pays its cold_fraction of the path's penalty per call); _warm without it. */
 double roof_run_predicted(const roof_run *r, int j);
+double roof_run_predicted_warm(const roof_run *r, int j);
+/* Sites of the run that pay some cold penalty (cold_fraction > 0). */
+int roof_run_cold_sites(const roof_run *r);
 /* Measured communication seconds per iteration (or per solve) summed over the trace sites. */
 double roof_run_measured(const roof_run *r);
 /* Index of the profile path with the least predicted time (-1 when no path). */
@@ -247,6 +321,8 @@ int roof_run_best_any(const roof_run *r, const roof_profile *prof);
 /* ---------------------------------------------------------------------------------------------------- */
 
 void roof_report_profile_table(FILE *f, const roof_profile *p);
+/* The cold-cache term of the profile (sweep, LLC, the curve), or that it has none. */
+void roof_report_cache(FILE *f, const roof_profile *p);
 void roof_report_table(FILE *f, const roof_run *runs, int nruns, const roof_profile *prof);
 /* One line: which path would serve the solver best and by how much (into @p buf, or printed). */
 void roof_verdict(const roof_run *r, const roof_profile *prof, char *buf, size_t len);

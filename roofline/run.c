@@ -202,6 +202,24 @@ static rmaop_status solve(solve_state *s, int niter, rmaop_solver_info *info) {
   return rmaop_solve_cgls(s->prob.A, s->prob.b, s->x, &so, info);
 }
 
+/* What one rank streams per CGLS iteration on this problem (roof_cgls_bytes) and the distinct bytes it
+ * touches (roof_cgls_footprint), from its vectors' local lengths and the operator's own storage where it has
+ * one: bdiag and vstack hold a dense n x n block per rank (bench/problems.c); the stencils (deriv1d, lap2d,
+ * derivspd) are matrix-free. The largest rank's. Collective. */
+static void problem_bytes(const solve_state *s, const roof_run_options *o, roof_run *r) {
+  rmaop_vec_info mi, di;
+  double b[2] = {0, 0};
+  if (rmaop_vec_get_info(s->prob.x_true, &mi) == RMAOP_OK && rmaop_vec_get_info(s->prob.b, &di) == RMAOP_OK) {
+    const int dense = strcmp(o->problem, "bdiag") == 0 || strcmp(o->problem, "vstack") == 0;
+    const double elem = (double)rmaop_dtype_size(mi.dtype), nn = (double)o->n, op = dense ? elem * nn * nn : 0;
+    b[0] = roof_cgls_bytes((double)mi.local_n, (double)di.local_n, elem, op);
+    b[1] = roof_cgls_footprint((double)mi.local_n, (double)di.local_n, elem, op);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, b, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  r->bytes_per_iter = b[0];
+  r->footprint = b[1];
+}
+
 /* A path given with transport "auto" is named after the transport the trace saw. */
 static void resolve_auto(roof_run *r) {
   if (!strstr(r->path, ".auto"))
@@ -270,6 +288,9 @@ static int run_path(const char *name, const roof_run_options *o, roof_run *r) {
   r->iterations = synced_iterations; /* the sites' calls per iteration come from the traced pass */
   r->time_total = t[0] * synced_iterations / (iterations > 0 ? iterations : 1);
   r->time_comm = t[1] * synced_iterations / (iterations > 0 ? iterations : 1);
+  /* device memory: the vectors do not pass the host caches, so the solver evicts nothing there */
+  if (strcmp(o->memory, "host") == 0)
+    problem_bytes(&s, o, r);
   gather_sites(s.ctx, MPI_COMM_WORLD, o->memory, &r->sites, &r->nsites);
   resolve_auto(r);
   if (o->save_traces)
@@ -282,8 +303,10 @@ static int run_path(const char *name, const roof_run_options *o, roof_run *r) {
 
 static int runs_from_traces(const roof_run_options *o, roof_run *runs, int *nruns) {
   for (int k = 0; k < o->ntraces; ++k) {
-    char buf[4096], *files[64], err[ROOF_ERR_MAX];
+    char buf[4096], *files[64] = {NULL}, err[ROOF_ERR_MAX];
     int nf = roof_split(o->traces[k], buf, sizeof buf, files, 64);
+    if (nf == 0)
+      return fprintf(stderr, "rmaop-roofline run: --trace \"%s\" names no file\n", o->traces[k]), -1;
     roof_run *r = &runs[(*nruns)++];
     memset(r, 0, sizeof *r);
     const char *base = strrchr(files[0], '/');
@@ -310,7 +333,8 @@ static int report(roof_run *runs, int nruns, const roof_profile *prof, const roo
   for (int k = 0; k < nruns; ++k) {
     runs[k].an = calloc((size_t)runs[k].nsites + 1, sizeof *runs[k].an);
     for (int i = 0; runs[k].an && i < runs[k].nsites; ++i)
-      if (roof_analyze(&runs[k].sites[i], prof, runs[k].iterations, &runs[k].an[i]))
+      if (roof_analyze(&runs[k].sites[i], prof, runs[k].iterations, runs[k].bytes_per_iter, runs[k].footprint,
+                       &runs[k].an[i]))
         rc = 1;
     if (!runs[k].an)
       rc = 1;
@@ -355,6 +379,10 @@ static int load_profile(const roof_run_options *o, roof_profile *prof, int size)
             err, size, o->profile);
     ok = 0;
   }
+  if (rank == 0 && ok && !prof->cache.has)
+    printf("note: profile %s has no cold-cache points (%s): every site is predicted warm (cold penalty 0); "
+           "probe again with this version for the cold term\n",
+           o->profile, strcmp(prof->memory, "host") ? "device memory" : "made by an older probe, or --cold-reps 0");
   if (rank == 0 && ok && o->problem && prof->ranks != size)
     fprintf(stderr,
             "rmaop-roofline run: warning: the profile was measured at %d ranks, this run uses %d; "

@@ -17,6 +17,7 @@ typedef struct {
   double max_bytes; /* cap of n*m per rank and epoch (also bounded by physical memory) */
   double point_ms;  /* adaptive repetitions: aim at this much timed work per point */
   int min_reps, max_reps;
+  int cold_reps; /* cold repetitions per cold point (host memory); 0: no cold points */
 } roof_probe_options;
 
 typedef struct {

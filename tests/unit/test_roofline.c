@@ -302,28 +302,28 @@ START_TEST(classify_synthetic_sites) {
   roof_site other = make_site("elsewhere", "plan", 1, 8, 1e-6, 1);
   strcpy(other.path, "rma.fence.mpi");
   roof_analysis a;
-  ck_assert_int_eq(roof_analyze(&lat, &p, 5, &a), 0);
+  ck_assert_int_eq(roof_analyze(&lat, &p, 5, 0, 0, &a), 0);
   ck_assert_int_eq(a.cls, ROOF_LATENCY);
   ck_assert(a.efficiency >= 0.99);
   ck_assert_double_eq_tol(a.calls_per_iter, 2, 1e-12);
   ck_assert_double_eq_tol(a.on[1].predicted, roof_time(&p.paths[1].fit, 2, 8), 1e-15); /* on the other path */
   roof_analysis_free(&a);
-  ck_assert_int_eq(roof_analyze(&bw, &p, 0, &a), 0);
+  ck_assert_int_eq(roof_analyze(&bw, &p, 0, 0, 0, &a), 0);
   ck_assert_int_eq(a.cls, ROOF_BANDWIDTH);
   ck_assert_double_eq_tol(a.calls_per_iter, 10, 1e-12); /* iterations unknown: per solve */
   roof_analysis_free(&a);
-  ck_assert_int_eq(roof_analyze(&ovh, &p, 5, &a), 0);
+  ck_assert_int_eq(roof_analyze(&ovh, &p, 5, 0, 0, &a), 0);
   ck_assert_int_eq(a.cls, ROOF_OVERHEAD);
   ck_assert_ptr_nonnull(strstr(a.cause, "begin..end")); /* named: a plan's span includes overlapped work */
   roof_analysis_free(&a);
-  ck_assert_int_eq(roof_analyze(&pat, &p, 5, &a), 0);
+  ck_assert_int_eq(roof_analyze(&pat, &p, 5, 0, 0, &a), 0);
   ck_assert_int_eq(a.cls, ROOF_PATHOLOGICAL);
   roof_analysis_free(&a);
-  ck_assert_int_eq(roof_analyze(&red, &p, 5, &a), 0);
+  ck_assert_int_eq(roof_analyze(&red, &p, 5, 0, 0, &a), 0);
   ck_assert_double_eq_tol(a.on[0].predicted, roof_reduce_time(&p.paths[0].rfit, 16), 1e-15); /* reduce fit */
   ck_assert_double_eq_tol(a.on[1].predicted, roof_time(&p.paths[1].fit, 1, 16), 1e-15);      /* none: plan model */
   roof_analysis_free(&a);
-  ck_assert_int_eq(roof_analyze(&other, &p, 5, &a), 0);
+  ck_assert_int_eq(roof_analyze(&other, &p, 5, 0, 0, &a), 0);
   ck_assert_int_eq(a.cls, ROOF_UNKNOWN); /* its path was not profiled */
   ck_assert_int_eq(a.home, -1);
   roof_analysis_free(&a);
@@ -341,7 +341,7 @@ START_TEST(best_path_skips_poor_fits) {
   strcpy(r.solver, "test");
   strcpy(r.path, "rma.lock.shm");
   roof_analysis a;
-  ck_assert_int_eq(roof_analyze(&s, &p, 10, &a), 0);
+  ck_assert_int_eq(roof_analyze(&s, &p, 10, 0, 0, &a), 0);
   r.an = &a;
   ck_assert_int_eq(roof_run_best(&r, &p), 0);
   ck_assert_int_eq(roof_run_best_any(&r, &p), 1);
@@ -351,6 +351,144 @@ START_TEST(best_path_skips_poor_fits) {
   ck_assert_ptr_nonnull(strstr(v, "twosided would predict"));
   ck_assert_ptr_nonnull(strstr(v, "fit is poor"));
   roof_analysis_free(&a);
+  roof_profile_free(&p);
+}
+END_TEST
+
+/* ---- the cold-cache term -------------------------------------------------------------------------------- */
+
+#define MIB 1048576.0
+
+/* The synthetic profile with the cold term: the curve (warm 1 us) is cold 0.5 us above warm at 4 MiB, 2 us at
+ * 16 MiB, 4 us at 64 MiB (the full sweep): fractions 1/8, 1/2, 1. rma.lock.shm pays 2 us per cold epoch and
+ * 5 us per cold reduction, twosided 3 us per cold epoch and has no reduction point (its epoch's applies). */
+static void add_cold(roof_profile *p) {
+  p->cache = (roof_cache){.has = 1,
+                          .llc_bytes = 32 * MIB,
+                          .sweep_bytes = 64 * MIB,
+                          .curve_warm = 1e-6,
+                          .ncurve = 3,
+                          .curve_bytes = {4 * MIB, 16 * MIB, 64 * MIB},
+                          .curve_t = {1.5e-6, 3e-6, 5e-6}};
+  strcpy(p->cache.llc_source, "sysconf");
+  strcpy(p->cache.curve_path, "rma.lock.shm");
+  p->paths[0].cold = (roof_cold){.has_epoch = 1,
+                                 .has_reduce = 1,
+                                 .sweep_bytes = 64 * MIB,
+                                 .epoch = {.warm = 0.5e-6, .cold = 2.5e-6, .penalty = 2e-6, .reps = 9},
+                                 .reduce = {.warm = 1e-6, .cold = 6e-6, .penalty = 5e-6, .reps = 9}};
+  p->paths[1].cold = (roof_cold){
+      .has_epoch = 1, .sweep_bytes = 64 * MIB, .epoch = {.warm = 1e-6, .cold = 4e-6, .penalty = 3e-6, .reps = 9}};
+}
+
+START_TEST(cold_fraction_from_curve) {
+  roof_profile p;
+  make_profile(&p);
+  add_cold(&p);
+  const roof_cache *c = &p.cache;
+  ck_assert_double_eq_tol(roof_cold_fraction(c, 4 * MIB), 0.125, 1e-12);
+  ck_assert_double_eq_tol(roof_cold_fraction(c, 16 * MIB), 0.5, 1e-12);
+  ck_assert_double_eq_tol(roof_cold_fraction(c, 64 * MIB), 1, 1e-12);
+  ck_assert_double_eq_tol(roof_cold_fraction(c, 1e12), 1, 1e-12);
+  /* between sweeps: linear in log(bytes): 8 MiB is halfway from 4 to 16 MiB, 32 MiB from 16 to 64 */
+  ck_assert_double_eq_tol(roof_cold_fraction(c, 8 * MIB), (0.125 + 0.5) / 2, 1e-12);
+  ck_assert_double_eq_tol(roof_cold_fraction(c, 32 * MIB), 0.75, 1e-12);
+  ck_assert_double_eq_tol(roof_cold_fraction(c, 1 * MIB), 0.125, 1e-12); /* below the first sweep: its fraction */
+  ck_assert_double_eq(roof_cold_fraction(c, 0), 0);                      /* reuse unknown */
+  /* a spike at a small sweep is noise: the curve is made nondecreasing from the top down */
+  p.cache.curve_t[0] = 4e-6;
+  ck_assert_double_eq_tol(roof_cold_fraction(c, 4 * MIB), 0.5, 1e-12);
+  /* cold below warm counts as no penalty */
+  p.cache.curve_t[0] = 0.5e-6;
+  ck_assert_double_eq(roof_cold_fraction(c, 4 * MIB), 0);
+  /* no cache effect above the noise (cold < 1.5 x warm at the full sweep): a step at the LLC */
+  p.cache.curve_t[2] = 1.4e-6;
+  ck_assert_double_eq(roof_cold_fraction(c, 31 * MIB), 0);
+  ck_assert_double_eq(roof_cold_fraction(c, 33 * MIB), 1);
+  p.cache.llc_bytes = 0; /* LLC unknown: a quarter of the sweep */
+  ck_assert_double_eq(roof_cold_fraction(c, 15 * MIB), 0);
+  ck_assert_double_eq(roof_cold_fraction(c, 17 * MIB), 1);
+  p.cache.has = 0; /* no cold term in the profile */
+  ck_assert_double_eq(roof_cold_fraction(c, 1e12), 0);
+  roof_profile_free(&p);
+}
+END_TEST
+
+START_TEST(cold_bytes_per_iteration) {
+  /* deriv1d n = 2^20 on 2 ranks: 2^19 doubles per rank on each side, 14 vector passes of 4 MiB, 5 vectors */
+  ck_assert_double_eq(roof_cgls_bytes(524288, 524288, 8, 0), 14 * 4 * MIB);
+  ck_assert_double_eq(roof_cgls_footprint(524288, 524288, 8, 0), 5 * 4 * MIB);
+  /* bdiag n = 1024: 8 KiB vectors, an 8 MiB dense block read by apply and adjoint */
+  ck_assert_double_eq(roof_cgls_bytes(1024, 1024, 8, 8 * MIB), 14 * 8192 + 16 * MIB);
+  ck_assert_double_eq(roof_cgls_footprint(1024, 1024, 8, 8 * MIB), 5 * 8192 + 8 * MIB);
+  /* model and data sides count differently (8 and 6 passes; 3 and 2 vectors) */
+  ck_assert_double_eq(roof_cgls_bytes(1, 0, 8, 0), 64);
+  ck_assert_double_eq(roof_cgls_bytes(0, 1, 8, 0), 48);
+  ck_assert_double_eq(roof_cgls_footprint(1, 0, 8, 0), 24);
+  ck_assert_double_eq(roof_cgls_footprint(0, 1, 8, 0), 16);
+}
+END_TEST
+
+START_TEST(cold_penalty_in_predictions) {
+  roof_profile p;
+  make_profile(&p);
+  add_cold(&p);
+  const roof_fit *f0 = &p.paths[0].fit, *f1 = &p.paths[1].fit;
+  ck_assert_double_eq(roof_cold_penalty(&p.paths[0], "plan"), 2e-6);
+  ck_assert_double_eq(roof_cold_penalty(&p.paths[0], "reduce"), 5e-6);
+  ck_assert_double_eq(roof_cold_penalty(&p.paths[1], "reduce"), 3e-6); /* no reduction point: the epoch's */
+  /* 10 calls in 5 iterations (2 per iteration), 256 MiB streamed per iteration: 128 MiB between calls, more
+   * than the full sweep: all of the penalty */
+  const double t_cold = roof_time(f0, 2, 8) + 2e-6;
+  roof_site halo = make_site("halo", "plan", 2, 8, t_cold, 10), dot = make_site("dot", "reduce", 1, 16, 6e-6, 10);
+  roof_analysis a[2];
+  ck_assert_int_eq(roof_analyze(&halo, &p, 5, 256 * MIB, 0, &a[0]), 0);
+  ck_assert_double_eq(a[0].reuse_bytes, 128 * MIB);
+  ck_assert_double_eq(a[0].cold_fraction, 1);
+  ck_assert_str_eq(a[0].regime, "cold");
+  ck_assert_double_eq_tol(a[0].on[0].predicted_warm, roof_time(f0, 2, 8), 1e-18);
+  ck_assert_double_eq_tol(a[0].on[0].predicted, roof_time(f0, 2, 8) + 2e-6, 1e-18);
+  ck_assert_double_eq_tol(a[0].on[1].predicted, roof_time(f1, 2, 8) + 3e-6, 1e-18);
+  ck_assert_double_eq_tol(a[0].on[1].penalty, 3e-6, 1e-18);
+  /* measured at the cold model's time it is on its (cold) roof, not overhead-bound */
+  ck_assert_msg(a[0].efficiency >= 0.99 && a[0].efficiency < 1.01, "E = %g", a[0].efficiency);
+  ck_assert_int_eq(a[0].cls, ROOF_LATENCY);
+  ck_assert_int_eq(roof_analyze(&dot, &p, 5, 256 * MIB, 0, &a[1]), 0);
+  ck_assert_double_eq_tol(a[1].on[0].predicted, roof_reduce_time(&p.paths[0].rfit, 16) + 5e-6, 1e-18);
+  ck_assert_double_eq_tol(a[1].on[1].predicted, roof_time(f1, 1, 16) + 3e-6, 1e-18);
+  roof_site both[2] = {halo, dot};
+  roof_run r = {.iterations = 5, .sites = both, .nsites = 2, .an = a};
+  ck_assert_int_eq(roof_run_cold_sites(&r), 2);
+  /* per iteration: 2 calls of each site, each paying its penalty */
+  ck_assert_double_eq_tol(roof_run_predicted(&r, 0) - roof_run_predicted_warm(&r, 0), 2 * 2e-6 + 2 * 5e-6, 1e-15);
+  ck_assert_double_eq_tol(roof_run_predicted(&r, 1) - roof_run_predicted_warm(&r, 1), 2 * 3e-6 + 2 * 3e-6, 1e-15);
+  for (int i = 0; i < 2; ++i)
+    roof_analysis_free(&a[i]);
+  /* the footprint caps the reuse distance: 256 MiB streamed, but only 16 MiB distinct: half the penalty */
+  ck_assert_int_eq(roof_analyze(&halo, &p, 5, 256 * MIB, 16 * MIB, &a[0]), 0);
+  ck_assert_double_eq(a[0].reuse_bytes, 16 * MIB);
+  ck_assert_double_eq_tol(a[0].cold_fraction, 0.5, 1e-12);
+  ck_assert_str_eq(a[0].regime, "partly cold");
+  ck_assert_double_eq_tol(a[0].on[0].predicted, roof_time(f0, 2, 8) + 1e-6, 1e-18);
+  roof_analysis_free(&a[0]);
+  /* 1 MiB between calls: below the first sweep, which is cold by 1/8 */
+  ck_assert_int_eq(roof_analyze(&halo, &p, 5, 2 * MIB, 0, &a[0]), 0);
+  ck_assert_double_eq_tol(a[0].on[0].predicted, roof_time(f0, 2, 8) + 0.25e-6, 1e-18);
+  ck_assert(a[0].efficiency < 0.5); /* the cold-measured time is far above this nearly warm roof */
+  roof_analysis_free(&a[0]);
+  /* bytes unknown (a trace file): warm, and said why */
+  ck_assert_int_eq(roof_analyze(&halo, &p, 5, 0, 0, &a[0]), 0);
+  ck_assert_double_eq(a[0].cold_fraction, 0);
+  ck_assert_str_eq(a[0].regime, "warm: bytes unknown");
+  ck_assert_double_eq(a[0].on[0].predicted, a[0].on[0].predicted_warm);
+  roof_analysis_free(&a[0]);
+  /* a profile without the cold term (an older probe): warm whatever the solver streams */
+  p.cache.has = 0;
+  ck_assert_int_eq(roof_analyze(&halo, &p, 5, 1e12, 0, &a[0]), 0);
+  ck_assert_double_eq(a[0].cold_fraction, 0);
+  ck_assert_str_eq(a[0].regime, "warm: no cold term");
+  ck_assert_double_eq(a[0].on[0].predicted, roof_time(f0, 2, 8));
+  roof_analysis_free(&a[0]);
   roof_profile_free(&p);
 }
 END_TEST
@@ -390,6 +528,60 @@ START_TEST(profile_round_trip) {
   }
   ck_assert(rel(q.paths[0].rfit.beta, 8e9) < 1e-8);
   ck_assert(isinf(q.paths[0].fit.piece[2].upto));
+  /* written without the cold term (as older probes did), it reads back without one: penalty 0, warm */
+  ck_assert_int_eq(q.cache.has, 0);
+  for (int j = 0; j < 2; ++j) {
+    ck_assert_int_eq(q.paths[j].cold.has_epoch + q.paths[j].cold.has_reduce, 0);
+    ck_assert_double_eq(roof_cold_penalty(&q.paths[j], "plan"), 0);
+    ck_assert_double_eq(roof_cold_penalty(&q.paths[j], "reduce"), 0);
+  }
+  char *text = read_text(file);
+  ck_assert_ptr_null(strstr(text, "\"cold\""));
+  ck_assert_ptr_null(strstr(text, "\"cache\""));
+  free(text);
+  roof_profile_free(&p);
+  roof_profile_free(&q);
+}
+END_TEST
+
+START_TEST(profile_round_trip_cold) {
+  roof_profile p, q;
+  char err[ROOF_ERR_MAX];
+  make_profile(&p);
+  add_cold(&p);
+  const char *file = scratch("profile-cold.json");
+  ck_assert_int_eq(roof_profile_write(&p, file, err, sizeof err), 0);
+  ck_assert_msg(roof_profile_read(file, &q, err, sizeof err) == 0, "%s", err);
+  const roof_cache *a = &p.cache, *b = &q.cache;
+  ck_assert_int_eq(b->has, 1);
+  ck_assert_double_eq(b->llc_bytes, a->llc_bytes);
+  ck_assert_double_eq(b->sweep_bytes, a->sweep_bytes);
+  ck_assert_str_eq(b->llc_source, "sysconf");
+  ck_assert_str_eq(b->curve_path, "rma.lock.shm");
+  ck_assert_double_eq_tol(roof_cold_fraction(b, 8 * MIB), roof_cold_fraction(a, 8 * MIB), 1e-12);
+  ck_assert(rel(b->curve_warm, a->curve_warm) < 1e-8);
+  ck_assert_int_eq(b->ncurve, 3);
+  for (int i = 0; i < 3; ++i)
+    ck_assert(b->curve_bytes[i] == a->curve_bytes[i] && rel(b->curve_t[i], a->curve_t[i]) < 1e-8);
+  for (int j = 0; j < 2; ++j) {
+    const roof_cold *x = &p.paths[j].cold, *y = &q.paths[j].cold;
+    ck_assert_int_eq(y->has_epoch, x->has_epoch);
+    ck_assert_int_eq(y->has_reduce, x->has_reduce);
+    ck_assert_double_eq(y->sweep_bytes, x->sweep_bytes);
+    ck_assert(rel(y->epoch.warm, x->epoch.warm) < 1e-8 && rel(y->epoch.cold, x->epoch.cold) < 1e-8);
+    ck_assert(rel(y->epoch.penalty, x->epoch.penalty) < 1e-8);
+    ck_assert_int_eq(y->epoch.reps, x->epoch.reps);
+    ck_assert(y->reduce.penalty == x->reduce.penalty || rel(y->reduce.penalty, x->reduce.penalty) < 1e-8);
+  }
+  ck_assert_double_eq_tol(roof_cold_penalty(&q.paths[0], "reduce"), 5e-6, 1e-15);
+  ck_assert_double_eq_tol(roof_cold_penalty(&q.paths[1], "reduce"), 3e-6, 1e-15);
+  /* and again: a profile read back writes the same cold term */
+  const char *file2 = scratch("profile-cold2.json");
+  ck_assert_int_eq(roof_profile_write(&q, file2, err, sizeof err), 0);
+  char *t1 = read_text(file), *t2 = read_text(file2);
+  ck_assert_str_eq(t1, t2);
+  free(t1);
+  free(t2);
   roof_profile_free(&p);
   roof_profile_free(&q);
 }
@@ -440,6 +632,25 @@ START_TEST(profile_rejects_bad_files) {
   expect_profile_error(buf, "beta: must be >= 0");
   snprintf(buf, sizeof buf, "%s%s{\"alpha\": \"fast\"}}]}", head, path);
   expect_profile_error(buf, "alpha: not a number");
+  const char *fit = "{\"alpha\": 1e-6, \"pieces\": [{\"upto\": null, \"o\": 0, \"beta\": 1e9}], \"rel_median\": 0, "
+                    "\"rel_max\": 0, \"npoints\": 0, \"quality\": \"good\"}";
+  snprintf(buf, sizeof buf,
+           "%s%s%s, \"cold\": {\"sweep_bytes\": 1e8, \"epoch\": {\"warm\": 1e-6, \"cold\": 2e-6, \"penalty\": -1, "
+           "\"reps\": 9}}}]}",
+           head, path, fit);
+  expect_profile_error(buf, "paths[0].cold.penalty: must be >= 0");
+  snprintf(buf, sizeof buf, "%s%s%s, \"cold\": {\"epoch\": {}}}]}", head, path, fit);
+  expect_profile_error(buf, "paths[0].cold.sweep_bytes: missing");
+  const char *cache_head = "{\"format\": \"rmaop-roofline-profile\", \"version\": 1, \"ranks\": 2, \"memory\": "
+                           "\"host\", \"pattern\": \"p\", \"cache\": {\"llc_bytes\": 0, \"llc_source\": \"unknown\", "
+                           "\"curve_path\": \"twosided\", \"curve_warm\": 1e-6, \"sweep_bytes\": ";
+  snprintf(buf, sizeof buf, "%s\"many\", \"curve\": []}, \"paths\": [%s%s}]}", cache_head, path, fit);
+  expect_profile_error(buf, "cache.sweep_bytes: not a number");
+  snprintf(buf, sizeof buf,
+           "%s1e8, \"curve\": [{\"bytes\": 2e6, \"t\": 1e-6}, {\"bytes\": 1e6, \"t\": 2e-6}]}, "
+           "\"paths\": [%s%s}]}",
+           cache_head, path, fit);
+  expect_profile_error(buf, "cache.curve: bytes must be > 0 and increase");
 }
 END_TEST
 
@@ -661,7 +872,7 @@ START_TEST(svg_plots_are_well_formed) {
   roof_site sites[2] = {make_site("halo<&>\"", "plan", 2, 8, 5e-6, 10), make_site("dot", "reduce", 1, 16, 3e-6, 20)};
   roof_analysis an[2];
   for (int i = 0; i < 2; ++i)
-    ck_assert_int_eq(roof_analyze(&sites[i], &p, 10, &an[i]), 0);
+    ck_assert_int_eq(roof_analyze(&sites[i], &p, 10, 0, 0, &an[i]), 0);
   roof_run r = {.iterations = 10, .sites = sites, .nsites = 2, .an = an};
   strcpy(r.solver, "deriv1d n=64 CGLS");
   strcpy(r.path, "rma.lock.shm");
@@ -704,12 +915,22 @@ START_TEST(reports_json_and_csv) {
   roof_profile p;
   char err[ROOF_ERR_MAX];
   make_profile(&p);
+  add_cold(&p);
   roof_site sites[2] = {make_site("halo", "plan", 2, 8, roof_time(&p.paths[0].fit, 2, 8), 10),
                         make_site("dot", "reduce", 1, 16, 3e-6, 20)};
   roof_analysis an[2];
+  /* 128 MiB per iteration, 64 MiB distinct: the halo (1 call per iteration) is 64 MiB apart: cold; the dot
+   * (2 calls) too; a 32 MiB footprint would make both 3/4 cold */
   for (int i = 0; i < 2; ++i)
-    ck_assert_int_eq(roof_analyze(&sites[i], &p, 10, &an[i]), 0);
-  roof_run r = {.iterations = 10, .sites = sites, .nsites = 2, .an = an, .time_total = 1e-3, .time_comm = 1e-4};
+    ck_assert_int_eq(roof_analyze(&sites[i], &p, 10, 128 * MIB, 64 * MIB, &an[i]), 0);
+  roof_run r = {.iterations = 10,
+                .sites = sites,
+                .nsites = 2,
+                .an = an,
+                .time_total = 1e-3,
+                .time_comm = 1e-4,
+                .bytes_per_iter = 128 * MIB,
+                .footprint = 64 * MIB};
   strcpy(r.solver, "deriv1d, \"quoted\"");
   strcpy(r.path, "rma.lock.shm");
   const char *jf = scratch("report.json"), *cf = scratch("report.csv");
@@ -720,6 +941,21 @@ START_TEST(reports_json_and_csv) {
   ck_assert_str_eq(json_get(run, "best_path")->string, "rma.lock.shm");
   ck_assert_int_eq((int)json_get(run, "sites")->count, 2);
   ck_assert_str_eq(json_get(&json_get(run, "sites")->items[0], "class")->string, "latency-bound");
+  ck_assert_str_eq(json_get(&json_get(run, "sites")->items[0], "regime")->string, "cold");
+  ck_assert_double_eq(json_get(&json_get(run, "sites")->items[0], "reuse_bytes")->number, 64 * MIB);
+  ck_assert_double_eq(json_get(&json_get(run, "sites")->items[0], "cold_fraction")->number, 1);
+  ck_assert_double_eq(json_get(run, "bytes_per_iter")->number, 128 * MIB);
+  ck_assert_double_eq(json_get(run, "footprint")->number, 64 * MIB);
+  ck_assert_double_eq(json_get(run, "cold_sites")->number, 2);
+  const json_value *on0 = &json_get(&json_get(run, "sites")->items[0], "on_paths")->items[0];
+  ck_assert_double_eq_tol(json_get(on0, "predicted_time")->number - json_get(on0, "predicted_time_warm")->number, 2e-6,
+                          1e-12);
+  ck_assert_double_eq_tol(json_get(on0, "cold_penalty")->number, 2e-6, 1e-15);
+  ck_assert(json_get(json_get(run, "predicted_comm_per_iter"), "rma.lock.shm")->number >
+            json_get(json_get(run, "predicted_comm_per_iter_warm"), "rma.lock.shm")->number);
+  const json_value *fr = json_get(json_get(json_get(v, "profile"), "cold"), "curve_fraction");
+  ck_assert_int_eq((int)fr->count, 3);
+  ck_assert_double_eq_tol(json_get(&fr->items[1], "fraction")->number, 0.5, 1e-12);
   ck_assert_ptr_nonnull(strstr(json_get(v, "note")->string, "begin"));
   json_free(v);
   ck_assert_int_eq(roof_report_csv(cf, &r, 1, &p, err, sizeof err), 0);
@@ -729,7 +965,31 @@ START_TEST(reports_json_and_csv) {
     lines += *c == '\n';
   ck_assert_int_eq(lines, 1 + 2 * 2); /* header + sites x paths */
   ck_assert_ptr_nonnull(strstr(csv, "\"deriv1d, \"\"quoted\"\"\""));
+  ck_assert_ptr_nonnull(strstr(csv, ",regime,reuse_bytes,cold_fraction,predicted_time_warm_s,cold_penalty_s\n"));
+  ck_assert_ptr_nonnull(strstr(csv, ",cold,67108864,1.0000,"));
   free(csv);
+  /* the terminal table says which regime each site was predicted in */
+  const char *tf = scratch("report.txt");
+  FILE *f = fopen(tf, "w");
+  roof_report_table(f, &r, 1, &p);
+  roof_report_profile_table(f, &p);
+  fclose(f);
+  char *txt = read_text(tf);
+  ck_assert_ptr_nonnull(strstr(txt, "cold (64 MiB)"));
+  ck_assert_ptr_nonnull(strstr(txt, "streams 128 MiB (64 MiB distinct) per rank and iteration; 2 of 2 sites pay"));
+  ck_assert_ptr_nonnull(strstr(txt, "with 2 (partly) cold sites (warm model"));
+  ck_assert_ptr_nonnull(strstr(txt, "rma.lock.shm's 8 B epoch shows"));
+  ck_assert_ptr_nonnull(strstr(txt, "after 4 MiB 1.50 (12%), 16 MiB 3.00 (50%), 64 MiB 5.00 (100%) us"));
+  free(txt);
+  /* a partly cold site says how much */
+  roof_analysis_free(&an[0]);
+  ck_assert_int_eq(roof_analyze(&sites[0], &p, 10, 128 * MIB, 32 * MIB, &an[0]), 0);
+  f = fopen(tf, "w");
+  roof_report_table(f, &r, 1, &p);
+  fclose(f);
+  txt = read_text(tf);
+  ck_assert_ptr_nonnull(strstr(txt, "cold 75% (32 MiB)"));
+  free(txt);
   for (int i = 0; i < 2; ++i)
     roof_analysis_free(&an[i]);
   roof_profile_free(&p);
@@ -752,9 +1012,13 @@ static Suite *suite(void) {
   tcase_add_test(cls, classify_rules);
   tcase_add_test(cls, classify_synthetic_sites);
   tcase_add_test(cls, best_path_skips_poor_fits);
+  tcase_add_test(cls, cold_fraction_from_curve);
+  tcase_add_test(cls, cold_bytes_per_iteration);
+  tcase_add_test(cls, cold_penalty_in_predictions);
   suite_add_tcase(s, cls);
   TCase *files = tcase_create("files");
   tcase_add_test(files, profile_round_trip);
+  tcase_add_test(files, profile_round_trip_cold);
   tcase_add_test(files, profile_rejects_bad_files);
   tcase_add_test(files, json_parser);
   tcase_add_test(files, trace_files_merge_ranks);
