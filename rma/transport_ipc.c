@@ -62,7 +62,6 @@ typedef struct {
   size_t store_max;       /* puts up to this size are kernel stores (towards kernel[] peers) */
   unsigned char *kernel;  /* [size] rank r is reached by the batch kernel (else copies and memops) */
   unsigned *blocks_done;  /* device counter of the batch kernel */
-  uintptr_t dev_lo, dev_hi; /* the last origin allocation found to be device memory */
 } ipc_state;
 
 #define STREAM(w) ((cudaStream_t)(w)->ctx->stream)
@@ -132,7 +131,8 @@ static rmaop_status launch_batch(rmaop_win w) {
   rma_ipc_batch *b = &s->batch;
   if (b->ncopy + b->nwrite + b->nwait == 0)
     return RMAOP_OK;
-  b->timeout_ns = (uint64_t)(w->ctx->timeout * 1e9);
+  const double ns = w->ctx->timeout * 1e9;
+  b->timeout_ns = ns < 1e18 ? (uint64_t)ns : (uint64_t)1e18; /* RMAOP_TIMEOUT may be any positive number */
   b->blocks_done = s->blocks_done;
   b->error = (rmaop__dev_wait_record *)w->ctx->dev_wait_record_dev;
   const cudaError_t e = (cudaError_t)rma__ipc_batch_launch(STREAM(w), b);
@@ -154,19 +154,14 @@ rmaop_status rma__ipc_submit(rmaop_win w) {
   return RMAOP_OK;
 }
 
-/* Whether [p, p + bytes) is device memory a kernel may read (one allocation; cached: plans put from
- * the same staging every epoch). */
-static int origin_on_device(ipc_state *s, const void *p, size_t bytes) {
-  const uintptr_t a = (uintptr_t)p;
-  if (a >= s->dev_lo && a + bytes <= s->dev_hi)
-    return 1;
+/* Whether [p, p + bytes) lies in one device allocation, which a kernel may read. Asked every time (a
+ * driver lookup): a cached range could outlive its allocation and take a later host buffer for GPU memory. */
+static int origin_on_device(const void *p, size_t bytes) {
   CUdeviceptr base = 0;
   size_t size = 0;
   if (drv.address_range(&base, &size, dptr(p)) != CUDA_SUCCESS)
     return 0;
-  s->dev_lo = (uintptr_t)base;
-  s->dev_hi = (uintptr_t)base + size;
-  return a + bytes <= s->dev_hi;
+  return (uintptr_t)p + bytes <= (uintptr_t)base + size;
 }
 
 /* ---- the transport ---- */
@@ -177,7 +172,7 @@ static rmaop_status ipc_put(rmaop_win w, const void *origin, size_t bytes, int t
   ipc_state *s = w->ipc;
   rma_ipc_batch *b = &s->batch;
   char *dst = w->peer_base[target] + disp;
-  if (s->kernel[target] && bytes <= s->store_max && origin_on_device(s, origin, bytes)) {
+  if (s->kernel[target] && bytes <= s->store_max && origin_on_device(origin, bytes)) {
     if (b->nwrite || b->nwait || b->ncopy == RMA_IPC_BATCH_MAX || b->copy_bytes + bytes > RMA_IPC_BATCH_BYTES)
       RMAOP_CHECK(launch_batch(w)); /* copies come first in a batch */
     b->copy[b->ncopy++] = (rma_ipc_copy){dst, origin, (uint64_t)bytes};
