@@ -23,14 +23,15 @@
  * is the copy path above: the kernel path has not been faster in any measurement yet (one H100, two
  * ranks under MPS: 8 B epoch 19.6 us against 16.1 us, CGLS deriv1d 2^20 195.6 against 183.8 us/it;
  * without MPS kernels of two processes time-slice: ~300 us per epoch); docs/PERFORMANCE.md. What should
- * make it pay is fusing it into the plan's pack and unpack kernels (ARCHITECTURE.md).
+ * make it pay is fusing the stores and flags into the kernel that produces the data, and the wait into
+ * the plan's unpack kernel (ARCHITECTURE.md).
  *
  * epoch.c runs every sync mode of a GPU window as its flag handshake (the mapping is written there).
  * Timeouts: a kernel wait gives up after the context's timeout (GPU global timer) and records which
  * flag it waited for in the context's record (device.h); every later synchronization of the context
  * (a dot, rmaop_ctx_synchronize, the public epoch end) and the next epoch step report it as
- * RMAOP_ERR_TIMEOUT. A stream memop wait cannot time out: only the host waits that follow it (public
- * epoch end, window free) are bounded, by the same timeout. */
+ * RMAOP_ERR_TIMEOUT. A stream memop wait cannot time out: only the host's drains behind it (every
+ * synchronization, rmaop__dev_drain) are bounded, by 1.25x the same timeout, and the stream stays blocked. */
 #include "rma_win.h"
 
 #ifdef RMAOP_HAVE_CUDA
