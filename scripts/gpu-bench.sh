@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # The GPU numbers of docs/PERFORMANCE.md, on a 2-GPU machine (after scripts/gpu-check.sh built build-gpu): rmaop-p2p-bench,
 # rmaop-bench (CGLS on both ipc paths; pipelined CG vs CG) and rmaop-matmul-bench (SUMMA vs block rows), side by side.
-# rmaop-p2p-bench (one-sided put vs raw IPC copy vs NCCL) and rmaop-bench on device memory, side by side.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT="${OUT:-$PWD/gpu-out}"
