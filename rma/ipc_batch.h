@@ -46,9 +46,9 @@ typedef struct {
   rma_ipc_flag write[RMA_IPC_BATCH_MAX];
   rma_ipc_flag wait[RMA_IPC_BATCH_MAX];
   int ncopy, nwrite, nwait;
-  uint64_t copy_bytes;      /* sum of copy[].bytes (sets the grid) */
-  uint64_t timeout_ns;      /* per wait */
-  unsigned *blocks_done;    /* device counter, zero between batches (the last block resets it) */
+  uint64_t copy_bytes;           /* sum of copy[].bytes (sets the grid) */
+  uint64_t timeout_ns;           /* per wait */
+  unsigned *blocks_done;         /* device counter, zero between batches (the last block resets it) */
   rmaop__dev_wait_record *error; /* device address of the context's host-mapped record */
 } rma_ipc_batch;
 

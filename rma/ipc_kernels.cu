@@ -27,8 +27,7 @@ __device__ uint32_t load_acquire_sys(const uint32_t *addr) {
 }
 
 /* All threads of the grid copy `bytes` in the widest unit the three addresses allow. */
-template <typename U>
-__device__ void copy_units(char *dst, const char *src, uint64_t bytes) {
+template <typename U> __device__ void copy_units(char *dst, const char *src, uint64_t bytes) {
   const uint64_t n = bytes / sizeof(U);
   const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
   for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
