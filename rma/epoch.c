@@ -114,8 +114,8 @@ static rmaop_status wait_slot(rmaop_win w, int peer, int slot, int64_t want, con
 }
 
 /* The end of an epoch step: a GPU window's step becomes one kernel on the stream (transport_ipc.c). */
-static rmaop_status step_done(rmaop_win w) {
-  return w->device ? rma__ipc_submit(w) : RMAOP_OK;
+static rmaop_status step_done(rmaop_win w, int may_defer) {
+  return w->device ? rma__ipc_submit(w, may_defer) : RMAOP_OK;
 }
 
 static rmaop_status flags_begin(rmaop_win w) {
@@ -135,7 +135,7 @@ static rmaop_status flags_begin(rmaop_win w) {
     if (!skips_ready(w, t))
       RMAOP_CHECK(wait_slot(w, t, t, k, "ready", &deadline));
   }
-  return step_done(w);
+  return step_done(w, 1);
 }
 
 static rmaop_status flags_origin_done(rmaop_win w) {
@@ -145,7 +145,7 @@ static rmaop_status flags_origin_done(rmaop_win w) {
     const int t = w->targets[i];
     RMAOP_CHECK(w->tp[t]->notify(w, t, w->size + w->rank, w->out_epochs[t]));
   }
-  return step_done(w);
+  return step_done(w, 0);
 }
 
 static rmaop_status flags_end(rmaop_win w) {
@@ -154,7 +154,7 @@ static rmaop_status flags_end(rmaop_win w) {
     const int o = w->origins[i];
     RMAOP_CHECK(wait_slot(w, o, w->size + o, w->in_epochs[o], "done", &deadline));
   }
-  RMAOP_CHECK(step_done(w));
+  RMAOP_CHECK(step_done(w, 0));
   /* The flags were read with acquire semantics; MPI_Win_sync makes the payload stores of the
    * origins visible to this process's loads in MPI's terms too (§11.5.4). */
   if (w->norigins > 0 && w->win != MPI_WIN_NULL) /* GPU windows: stream order, no MPI window */
@@ -173,7 +173,7 @@ rmaop_status rma__post_ready(rmaop_win w) {
     RMAOP_CHECK(w->tp[o]->notify(w, o, w->rank, next));
     w->ready_sent[o] = next;
   }
-  return step_done(w);
+  return step_done(w, 0);
 }
 
 /* ---- pscw through MPI ---- */

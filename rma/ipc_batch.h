@@ -2,6 +2,9 @@
  * ipc_kernels.cu runs it).
  *
  * A batch is what one step of an epoch (begin, origin done, end) enqueues, in this order:
+ *   pre     spins on this rank's own flags that must hold before any store (a target's "ready"): a
+ *           begin whose step is only such waits is not launched at its end but joins the puts and the
+ *           "done" flags that follow (one kernel per origin epoch instead of two);
  *   copies  payload stores from the kernel's threads straight into the peers' IPC-mapped memory
  *           (puts of at most RMAOP_IPC_STORE_MAX bytes whose origin is device memory);
  *   writes  flag stores into the peers' mapped flag slots, after every copy of the batch is visible
@@ -45,7 +48,8 @@ typedef struct {
   rma_ipc_copy copy[RMA_IPC_BATCH_MAX];
   rma_ipc_flag write[RMA_IPC_BATCH_MAX];
   rma_ipc_flag wait[RMA_IPC_BATCH_MAX];
-  int ncopy, nwrite, nwait;
+  rma_ipc_flag pre[RMA_IPC_BATCH_MAX];
+  int ncopy, nwrite, nwait, npre;
   uint64_t copy_bytes;           /* sum of copy[].bytes (sets the grid) */
   uint64_t timeout_ns;           /* per wait */
   unsigned *blocks_done;         /* device counter, zero between batches (the last block resets it) */

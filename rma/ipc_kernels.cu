@@ -51,7 +51,40 @@ __device__ void copy_one(const rma_ipc_copy &c) {
     copy_units<char>(d, s, c.bytes);
 }
 
+/* Spins until each flag holds at least its value (cyclic compare, as CU_STREAM_WAIT_VALUE_GEQ); false
+ * after recording the first wait that outlasted the timeout. One thread. */
+__device__ bool wait_all(const rma_ipc_flag *flags, int n, const rma_ipc_batch &b) {
+  for (int i = 0; i < n; ++i) {
+    const rma_ipc_flag &f = flags[i];
+    const uint64_t start = global_ns();
+    for (;;) {
+      const uint32_t v = load_acquire_sys(f.addr);
+      if ((int32_t)(v - f.value) >= 0)
+        break;
+      if (global_ns() - start > b.timeout_ns) {
+        b.error->slot = f.slot;
+        b.error->want = f.value;
+        b.error->seen = v;
+        __threadfence_system();
+        b.error->failed = 1;
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 __global__ void __launch_bounds__(kThreads) batch_kernel(const rma_ipc_batch b) {
+  /* Waits that must come before the copies (a target's "ready"): one block only (the launch makes sure),
+   * so no other block can store before they are over. A wait that gives up stores nothing. */
+  __shared__ int ready;
+  if (b.npre > 0) {
+    if (threadIdx.x == 0)
+      ready = wait_all(b.pre, b.npre, b);
+    __syncthreads();
+    if (!ready)
+      return;
+  }
   for (int i = 0; i < b.ncopy; ++i)
     copy_one(b.copy[i]);
   /* Every thread's stores are ordered before the block's arrival; the last block to arrive has seen
@@ -75,23 +108,7 @@ __global__ void __launch_bounds__(kThreads) batch_kernel(const rma_ipc_batch b) 
   __threadfence_system();
   for (int i = 0; i < b.nwrite; ++i)
     store_release_sys(b.write[i].addr, b.write[i].value);
-  for (int i = 0; i < b.nwait; ++i) {
-    const rma_ipc_flag &f = b.wait[i];
-    const uint64_t start = global_ns();
-    for (;;) {
-      const uint32_t v = load_acquire_sys(f.addr);
-      if ((int32_t)(v - f.value) >= 0) /* cyclic, as CU_STREAM_WAIT_VALUE_GEQ */
-        break;
-      if (global_ns() - start > b.timeout_ns) {
-        b.error->slot = f.slot;
-        b.error->want = f.value;
-        b.error->seen = v;
-        __threadfence_system();
-        b.error->failed = 1;
-        return;
-      }
-    }
-  }
+  wait_all(b.wait, b.nwait, b);
 }
 
 } // namespace
@@ -102,6 +119,8 @@ extern "C" int rma__ipc_batch_launch(void *stream, const rma_ipc_batch *b) {
     blocks = 1;
   if (blocks > kMaxBlocks)
     blocks = kMaxBlocks;
+  if (b->npre > 0)
+    blocks = 1; /* the pre-waits hold back every store: one block */
   batch_kernel<<<(unsigned)blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(*b);
   return (int)cudaGetLastError();
 }

@@ -154,8 +154,9 @@ rmaop_status rma__ipc_host_sync(rmaop_win w);
 
 /* Ends an epoch step of a GPU window (epoch.c, after begin, origin done and end): launches the kernel
  * holding the step's small puts, flag writes and flag waits (ipc_batch.h), and reports a GPU-side
- * wait that timed out earlier. Nothing to do on other windows. */
-rmaop_status rma__ipc_submit(rmaop_win w);
+ * wait that timed out earlier. `may_defer` (begin): a step of nothing but waits for "ready" stays
+ * pending and runs first in the kernel of the next step. Nothing to do on other windows. */
+rmaop_status rma__ipc_submit(rmaop_win w, int may_defer);
 
 /* Puts without argument checks: the caller (a plan, a reduction) validated its pattern once. */
 static inline rmaop_status rma__put(rmaop_win w, const void *origin, size_t bytes, int target, size_t disp) {

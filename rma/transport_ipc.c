@@ -130,14 +130,14 @@ static CUdeviceptr dptr(const void *p) {
 static rmaop_status launch_batch(rmaop_win w) {
   ipc_state *s = w->ipc;
   rma_ipc_batch *b = &s->batch;
-  if (b->ncopy + b->nwrite + b->nwait == 0)
+  if (b->ncopy + b->nwrite + b->nwait + b->npre == 0)
     return RMAOP_OK;
   const double ns = w->ctx->timeout * 1e9;
   b->timeout_ns = ns < 1e18 ? (uint64_t)ns : (uint64_t)1e18; /* RMAOP_TIMEOUT may be any positive number */
   b->blocks_done = s->blocks_done;
   b->error = (rmaop__dev_wait_record *)w->ctx->dev_wait_record_dev;
   const cudaError_t e = (cudaError_t)rma__ipc_batch_launch(STREAM(w), b);
-  b->ncopy = b->nwrite = b->nwait = 0;
+  b->ncopy = b->nwrite = b->nwait = b->npre = 0;
   b->copy_bytes = 0;
   if (e != cudaSuccess)
     return RMAOP_ERROR(w->ctx, RMAOP_ERR_CUDA, "rma ipc: the epoch kernel did not launch: %s (%s)",
@@ -145,11 +145,14 @@ static rmaop_status launch_batch(rmaop_win w) {
   return RMAOP_OK;
 }
 
-rmaop_status rma__ipc_submit(rmaop_win w) {
+rmaop_status rma__ipc_submit(rmaop_win w, int may_defer) {
   ipc_state *s = w->ipc;
   if (!s)
     return RMAOP_OK;
   RMAOP_CHECK(rmaop__dev_check_waits(w->ctx));
+  const rma_ipc_batch *b = &s->batch;
+  if (may_defer && b->ncopy + b->nwrite + b->nwait == 0)
+    return RMAOP_OK; /* only waits for "ready" (or nothing): they join the puts that follow */
   RMAOP_CHECK(launch_batch(w));
   s->ce_dirty = 0; /* the step's flags were ordered after its copies */
   return RMAOP_OK;
@@ -218,9 +221,14 @@ static rmaop_status ipc_wait_flag(rmaop_win w, int slot, int64_t value) {
   ipc_state *s = w->ipc;
   rma_ipc_batch *b = &s->batch;
   if (s->kernel[slot % w->size]) {
+    const rma_ipc_flag f = {s->ctrl + slot, (uint32_t)value, (uint32_t)slot};
+    if (b->ncopy + b->nwrite + b->nwait == 0 && b->npre < RMA_IPC_BATCH_MAX) {
+      b->pre[b->npre++] = f; /* before anything else of the batch: may go ahead of later stores */
+      return RMAOP_OK;
+    }
     if (b->nwait == RMA_IPC_BATCH_MAX)
       RMAOP_CHECK(launch_batch(w));
-    b->wait[b->nwait++] = (rma_ipc_flag){s->ctrl + slot, (uint32_t)value, (uint32_t)slot};
+    b->wait[b->nwait++] = f;
     return RMAOP_OK;
   }
   RMAOP_CHECK(launch_batch(w));
@@ -253,7 +261,7 @@ const rma_transport rma__transport_ipc = {
 /* ---- host-side completion ---- */
 
 rmaop_status rma__ipc_host_sync(rmaop_win w) {
-  RMAOP_CHECK(rma__ipc_submit(w));
+  RMAOP_CHECK(rma__ipc_submit(w, 0));
   return rmaop__dev_drain(w->ctx, "rma ipc epoch end");
 }
 
@@ -436,7 +444,7 @@ void rma__ipc_free(rmaop_win w) {}
 rmaop_status rma__ipc_host_sync(rmaop_win w) {
   return RMAOP_OK;
 }
-rmaop_status rma__ipc_submit(rmaop_win w) {
+rmaop_status rma__ipc_submit(rmaop_win w, int may_defer) {
   return RMAOP_OK;
 }
 
