@@ -21,7 +21,7 @@
  * the own flags (bounded: GPU-side timeouts). Once a copy-engine copy went out in an epoch step, that
  * step's flags are stream memops, whose implicit fence orders them after the copy. The default (auto)
  * is the copy path above: the kernel path has not been faster in any measurement yet (one H100, two
- * ranks under MPS: 8 B epoch 19.6 us against 16.1 us, CGLS deriv1d 2^20 195.6 against 183.8 us/it;
+ * ranks under MPS: 8 B epoch 16.4 us against 14.2 us, CGLS deriv1d 2^20 195.6 against 183.8 us/it;
  * without MPS kernels of two processes time-slice: ~300 us per epoch); docs/PERFORMANCE.md. What should
  * make it pay is fusing the stores and flags into the kernel that produces the data, and the wait into
  * the plan's unpack kernel (ARCHITECTURE.md).
