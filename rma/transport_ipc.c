@@ -60,8 +60,7 @@ typedef struct {
   unsigned wait_flags;
   rma_ipc_batch batch;    /* the epoch step's pending kernel work (ipc_batch.h) */
   int ce_dirty;           /* a copy-engine copy went out in this epoch step: its flags are stream memops */
-  size_t store_max;       /* puts up to this size are kernel stores (towards kernel[] peers) */
-  unsigned char *kernel;  /* [size] rank r is reached by the batch kernel (else copies and memops) */
+  int kernel;             /* the kernel path (RMAOP_IPC_PATH=kernel) towards every peer, else copies and memops */
   unsigned *blocks_done;  /* device counter of the batch kernel */
 } ipc_state;
 
@@ -158,16 +157,6 @@ rmaop_status rma__ipc_submit(rmaop_win w, int may_defer) {
   return RMAOP_OK;
 }
 
-/* Whether [p, p + bytes) lies in one device allocation, which a kernel may read. Asked every time (a
- * driver lookup): a cached range could outlive its allocation and take a later host buffer for GPU memory. */
-static int origin_on_device(const void *p, size_t bytes) {
-  CUdeviceptr base = 0;
-  size_t size = 0;
-  if (drv.address_range(&base, &size, dptr(p)) != CUDA_SUCCESS)
-    return 0;
-  return (uintptr_t)p + bytes <= (uintptr_t)base + size;
-}
-
 /* ---- the transport ---- */
 
 /* cudaMemcpy with overlapping ranges is undefined: a put to the own rank must not take its origin
@@ -176,7 +165,8 @@ static rmaop_status ipc_put(rmaop_win w, const void *origin, size_t bytes, int t
   ipc_state *s = w->ipc;
   rma_ipc_batch *b = &s->batch;
   char *dst = w->peer_base[target] + disp;
-  if (s->kernel[target] && bytes <= s->store_max && origin_on_device(origin, bytes)) {
+  /* A kernel reads the origin: device (or managed) memory only; a host origin goes by the copy engine. */
+  if (s->kernel && bytes <= w->ctx->ipc_store_max && rmaop__dev_is_device_ptr(origin)) {
     if (b->nwrite || b->nwait || b->ncopy == RMA_IPC_BATCH_MAX || b->copy_bytes + bytes > RMA_IPC_BATCH_BYTES)
       RMAOP_CHECK(launch_batch(w)); /* copies come first in a batch */
     b->copy[b->ncopy++] = (rma_ipc_copy){dst, origin, (uint64_t)bytes};
@@ -205,7 +195,7 @@ static rmaop_status ipc_notify(rmaop_win w, int peer, int slot, int64_t value) {
   ipc_state *s = w->ipc;
   rma_ipc_batch *b = &s->batch;
   uint32_t *flag = s->peer_ctrl[peer] + slot;
-  if (s->kernel[peer] && !s->ce_dirty) {
+  if (s->kernel && !s->ce_dirty) {
     if (b->nwait || b->nwrite == RMA_IPC_BATCH_MAX)
       RMAOP_CHECK(launch_batch(w)); /* writes come before waits in a batch */
     b->write[b->nwrite++] = (rma_ipc_flag){flag, (uint32_t)value, (uint32_t)slot};
@@ -220,7 +210,7 @@ static rmaop_status ipc_notify(rmaop_win w, int peer, int slot, int64_t value) {
 static rmaop_status ipc_wait_flag(rmaop_win w, int slot, int64_t value) {
   ipc_state *s = w->ipc;
   rma_ipc_batch *b = &s->batch;
-  if (s->kernel[slot % w->size]) {
+  if (s->kernel) {
     const rma_ipc_flag f = {s->ctrl + slot, (uint32_t)value, (uint32_t)slot};
     if (b->ncopy + b->nwrite + b->nwait == 0 && b->npre < RMA_IPC_BATCH_MAX) {
       b->pre[b->npre++] = f; /* before anything else of the batch: may go ahead of later stores */
@@ -277,9 +267,8 @@ static rmaop_status make_local(rmaop_win w, void *user_base, size_t bytes, ipc_c
   w->ipc = s; /* from here on rma__ipc_free releases whatever exists */
   RMAOP_CHECK(rmaop__calloc(ctx, P, sizeof *s->peer_ctrl, "ipc flag mappings", (void **)&s->peer_ctrl));
   RMAOP_CHECK(rmaop__calloc(ctx, P, sizeof *s->data_map, "ipc memory mappings", (void **)&s->data_map));
-  RMAOP_CHECK(rmaop__calloc(ctx, P, sizeof *s->kernel, "ipc paths", (void **)&s->kernel));
   RMAOP_CHECK(rmaop__dev_malloc(ctx, sizeof *s->blocks_done, "ipc batch counter", (void **)&s->blocks_done));
-  s->store_max = ctx->ipc_store_max;
+  s->kernel = ctx->ipc_path == RMAOP__IPC_PATH_KERNEL; /* auto: copy (see the top of this file) */
 
   void *alloc_base = NULL; /* the allocation whose handle we publish */
   size_t offset = 0;
@@ -336,7 +325,6 @@ static rmaop_status map_peers(rmaop_win w, const ipc_card *cards) {
   rmaop_ctx ctx = w->ctx;
   ipc_state *s = w->ipc;
   for (int r = 0; r < w->size; ++r) {
-    s->kernel[r] = ctx->ipc_path == RMAOP__IPC_PATH_KERNEL; /* auto: copy (see the top of this file) */
     if (r == w->rank) {
       w->peer_base[r] = w->base;
       s->peer_ctrl[r] = s->ctrl;
@@ -407,7 +395,6 @@ void rma__ipc_free(rmaop_win w) {
   rmaop__dev_free(s->alloc);
   rmaop__dev_free(s->ctrl);
   rmaop__dev_free(s->blocks_done);
-  free(s->kernel);
   free(s->peer_ctrl);
   free(s->data_map);
   free(s);
