@@ -4,10 +4,6 @@
 
 #include <stdio.h>
 
-#ifdef RMAOP_HAVE_CUDA
-#include "device.h"
-#endif
-
 struct rmaop__trace_rec {
   int n, cap;
   rmaop_trace_site *sites; /* label strings owned here */
@@ -69,19 +65,13 @@ rmaop_status rmaop_trace_enable(rmaop_ctx ctx, int on) {
  * makes the measurement less clean, the call itself reports its own errors). */
 void rmaop__trace_sync_start(rmaop_ctx ctx) {
   if (ctx->trace_on != RMAOP_TRACE_SYNCED) return;
-#ifdef RMAOP_HAVE_CUDA
-  if (ctx->memory == RMAOP_MEMORY_DEVICE) (void)rmaop__dev_sync(ctx);
-#endif
+  (void)rmaop_ctx_synchronize(ctx);
   (void)MPI_Barrier(ctx->comm);
 }
 
 /* The end of a synchronized measurement: device work the call enqueued is part of its time. */
 void rmaop__trace_sync_end(rmaop_ctx ctx) {
-#ifdef RMAOP_HAVE_CUDA
-  if (ctx->trace_on == RMAOP_TRACE_SYNCED && ctx->memory == RMAOP_MEMORY_DEVICE) (void)rmaop__dev_sync(ctx);
-#else
-  (void)ctx;
-#endif
+  if (ctx->trace_on == RMAOP_TRACE_SYNCED) (void)rmaop_ctx_synchronize(ctx);
 }
 
 rmaop_status rmaop_trace_reset(rmaop_ctx ctx) {
