@@ -9,7 +9,7 @@
  * --memory overrides RMAOP_MEMORY.
  *
  * Method: per kind, W untimed applications, then R timed ones; each starts after an (untimed) MPI_Barrier
- * and ends when the result is complete on this rank (device memory: cudaDeviceSynchronize after the apply).
+ * and ends when the result is complete on this rank (device memory: rmaop_ctx_synchronize after the apply).
  * A repetition's time is the slowest rank's (MPI_MAX); we print the median over R.
  * Share of time in communication, measured two ways:
  *   trace   the trace's time_inside summed over every site (plans, the SUMMA epochs): seconds spent inside
@@ -21,13 +21,9 @@
  *           (N/g) x N times N x (N/g) product), the slowest rank's. Everything that is not local compute:
  *           transfers, synchronization, waiting for a slower rank. On device memory the one-rank contexts
  *           all select GPU 0, so the ranks time their products one after the other there.
- * Uses only <rmaop/rmaop.h>, MPI (and the CUDA runtime for the device synchronization).
+ * Uses only <rmaop/rmaop.h> and MPI.
  */
 #include <rmaop/rmaop.h>
-
-#ifdef RMAOP_BENCH_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
 
 #include <complex.h>
 #include <stdio.h>
@@ -68,15 +64,6 @@ static int report(rmaop_status st, const char *what, rmaop_ctx ctx) {
   do {                 \
     if (!report((expr), #expr, (ctx))) goto out; \
   } while (0)
-
-static void sync_device(rmaop_ctx ctx) {
-#ifdef RMAOP_BENCH_HAVE_CUDA
-  rmaop_ctx_info info;
-  if (rmaop_ctx_get_info(ctx, &info) == RMAOP_OK && info.memory == RMAOP_MEMORY_DEVICE) cudaDeviceSynchronize();
-#else
-  (void)ctx;
-#endif
-}
 
 /* A deterministic value in [-0.5, 0.5) for element (i, j) of matrix s (host buffer of the dtype). */
 static void fill(rmaop_dtype dt, void *buf, int64_t rows, int64_t cols, int64_t row0, int64_t col0, int s) {
@@ -138,13 +125,13 @@ static rmaop_status time_apply(rmaop_ctx ctx, MPI_Comm comm, rmaop_op op, rmaop_
   double *t = calloc((size_t)a->reps, sizeof *t), *in = calloc((size_t)a->reps, sizeof *in);
   rmaop_status st = t && in ? RMAOP_OK : RMAOP_ERR_NOMEM;
   for (int r = 0; r < a->warmup && st == RMAOP_OK; ++r) st = rmaop_op_apply(op, x, y);
-  sync_device(ctx);
+  if (st == RMAOP_OK) st = rmaop_ctx_synchronize(ctx);
   for (int r = 0; r < a->reps && st == RMAOP_OK; ++r) {
     MPI_Barrier(comm);
     rmaop_trace_reset(ctx);
     const double t0 = MPI_Wtime();
     st = rmaop_op_apply(op, x, y);
-    sync_device(ctx);
+    if (st == RMAOP_OK) st = rmaop_ctx_synchronize(ctx);
     double v[2] = {MPI_Wtime() - t0, 0.0};
     int ns = 0;
     rmaop_trace_count(ctx, &ns);
