@@ -18,7 +18,7 @@
 
 typedef struct {
   bench_problem p;
-  rmaop_vec x, c, q, s, r, s2;
+  rmaop_vec x, c, q, s, r;
   int64_t m, d; /* local elements of the model and data vectors */
 } blocks;
 
@@ -75,11 +75,11 @@ static rmaop_status time_op(rmaop_ctx ctx, blocks *b, int op, int reps, double *
 static rmaop_status setup(rmaop_ctx ctx, const char *problem, int64_t n, blocks *b) {
   memset(b, 0, sizeof *b);
   rmaop_status st = bench_problem_create(ctx, problem, n, &b->p);
-  rmaop_vec *model[] = {&b->x, &b->c, &b->r}, *data[] = {&b->q, &b->s, &b->s2};
+  rmaop_vec *model[] = {&b->x, &b->c, &b->r}, *data[] = {&b->q, &b->s};
   for (int i = 0; i < 3 && st == RMAOP_OK; ++i) st = rmaop_vec_duplicate(b->p.x_true, model[i]);
-  for (int i = 0; i < 3 && st == RMAOP_OK; ++i) st = rmaop_vec_duplicate(b->p.b, data[i]);
+  for (int i = 0; i < 2 && st == RMAOP_OK; ++i) st = rmaop_vec_duplicate(b->p.b, data[i]);
   for (int i = 0; i < 3 && st == RMAOP_OK; ++i) st = rmaop_vec_copy(b->p.x_true, *model[i]);
-  for (int i = 0; i < 3 && st == RMAOP_OK; ++i) st = rmaop_vec_copy(b->p.b, *data[i]);
+  for (int i = 0; i < 2 && st == RMAOP_OK; ++i) st = rmaop_vec_copy(b->p.b, *data[i]);
   rmaop_vec_info mi, di;
   if (st == RMAOP_OK) st = rmaop_vec_get_info(b->x, &mi);
   if (st == RMAOP_OK) st = rmaop_vec_get_info(b->q, &di);
@@ -88,8 +88,8 @@ static rmaop_status setup(rmaop_ctx ctx, const char *problem, int64_t n, blocks 
 }
 
 static void teardown(blocks *b) {
-  rmaop_vec *all[] = {&b->x, &b->c, &b->r, &b->q, &b->s, &b->s2};
-  for (int i = 0; i < 6; ++i) rmaop_vec_destroy(all[i]);
+  rmaop_vec *all[] = {&b->x, &b->c, &b->r, &b->q, &b->s};
+  for (int i = 0; i < 5; ++i) rmaop_vec_destroy(all[i]);
   bench_problem_free(&b->p);
 }
 
