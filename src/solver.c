@@ -23,13 +23,7 @@ rmaop_status rmaop_solve_cg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_so
   if (st == RMAOP_OK) st = rmaop_vec_duplicate(x, &c);
   if (st == RMAOP_OK) st = rmaop_vec_duplicate(x, &Ac);
   RMAOP_CHECK_GOTO(st, st, out);
-  RMAOP_CHECK_GOTO(initial_x(x, o), st, out);
-  if (o->x0) {
-    RMAOP_CHECK_GOTO(rmaop_op_apply(A, x, r), st, out);
-    RMAOP_CHECK_GOTO(rmaop_vec_axpby(r, 1.0, -1.0, y), st, out); /* r = y - A x0 */
-  } else {
-    RMAOP_CHECK_GOTO(rmaop_vec_copy(y, r), st, out);
-  }
+  RMAOP_CHECK_GOTO(initial_residual(A, y, x, o, r), st, out);
   RMAOP_CHECK_GOTO(rmaop_vec_copy(r, c), st, out);
   double _Complex d[2];
   RMAOP_CHECK_GOTO(rmaop_vec_dot(r, r, &d[0]), st, out);
@@ -74,13 +68,7 @@ rmaop_status rmaop_solve_cgls(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_
   if (st == RMAOP_OK) st = rmaop_vec_duplicate(x, &r);
   if (st == RMAOP_OK) st = rmaop_vec_duplicate(x, &c);
   RMAOP_CHECK_GOTO(st, st, out);
-  RMAOP_CHECK_GOTO(initial_x(x, o), st, out);
-  if (o->x0) {
-    RMAOP_CHECK_GOTO(rmaop_op_apply(A, x, s), st, out);
-    RMAOP_CHECK_GOTO(rmaop_vec_axpby(s, 1.0, -1.0, y), st, out); /* s = y - A x0 */
-  } else {
-    RMAOP_CHECK_GOTO(rmaop_vec_copy(y, s), st, out);
-  }
+  RMAOP_CHECK_GOTO(initial_residual(A, y, x, o, s), st, out);
   RMAOP_CHECK_GOTO(rmaop_op_apply_adjoint(A, s, r), st, out);
   /* PyLops subtracts the unsquared damp here; the gradient of the damped functional needs damp^2. */
   if (o->x0 && damp2 != 0.0) RMAOP_CHECK_GOTO(rmaop_vec_axpy(r, -damp2, x), st, out);

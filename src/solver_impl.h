@@ -55,8 +55,16 @@ static inline void solver_stop(solve_clock *clk) {
   clk->info->time_comm = clk->ctx->comm_time - clk->comm0;
 }
 
-static inline rmaop_status initial_x(rmaop_vec x, const rmaop_solver_options *o) {
-  return o->x0 ? rmaop_vec_copy(o->x0, x) : rmaop_vec_set(x, 0.0);
+/* x = x0 (or 0) and the initial residual r = y - A x0 (r = y when there is no x0: no apply). */
+static inline rmaop_status initial_residual(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o,
+                                            rmaop_vec r) {
+  if (!o->x0) {
+    RMAOP_CHECK(rmaop_vec_set(x, 0.0));
+    return rmaop_vec_copy(y, r);
+  }
+  RMAOP_CHECK(rmaop_vec_copy(o->x0, x));
+  RMAOP_CHECK(rmaop_op_apply(A, x, r));
+  return rmaop_vec_axpby(r, 1.0, -1.0, y); /* r = y - A x0 */
 }
 
 /* Appends the residual of the iteration just finished and calls the user's callback. */

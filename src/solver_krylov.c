@@ -115,13 +115,7 @@ static rmaop_status lsqr_bidiag(rmaop_op A, lsqr_state *S, rmaop_vec u, rmaop_ve
 /* beta u = y - A x0, alfa v = A^H u, w = v (PyLops LSQR.setup). */
 static rmaop_status lsqr_setup(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o, lsqr_state *S,
                                rmaop_vec u, rmaop_vec v, rmaop_vec w) {
-  RMAOP_CHECK(initial_x(x, o));
-  if (o->x0) {
-    RMAOP_CHECK(rmaop_op_apply(A, x, u));
-    RMAOP_CHECK(rmaop_vec_axpby(u, 1.0, -1.0, y)); /* u = y - A x0 */
-  } else {
-    RMAOP_CHECK(rmaop_vec_copy(y, u));
-  }
+  RMAOP_CHECK(initial_residual(A, y, x, o, u));
   RMAOP_CHECK(rmaop_vec_norm2(u, &S->beta));
   S->alfa = 0.0;
   if (S->beta > 0.0) {
@@ -241,13 +235,7 @@ static rmaop_status pipecg_update(rmaop_vec x, const pipecg_vecs *V, double alph
 
 static rmaop_status pipecg_start(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o,
                                  const pipecg_vecs *V) {
-  RMAOP_CHECK(initial_x(x, o));
-  if (o->x0) {
-    RMAOP_CHECK(rmaop_op_apply(A, x, V->r));
-    RMAOP_CHECK(rmaop_vec_axpby(V->r, 1.0, -1.0, y)); /* r = y - A x0 */
-  } else {
-    RMAOP_CHECK(rmaop_vec_copy(y, V->r));
-  }
+  RMAOP_CHECK(initial_residual(A, y, x, o, V->r));
   return rmaop_op_apply(A, V->r, V->w);
 }
 
