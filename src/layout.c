@@ -42,11 +42,11 @@ rmaop_status rmaop_layout_create(rmaop_ctx ctx, rmaop_layout_kind kind, int64_t 
   rmaop_layout l = NULL;
   RMAOP_CHECK(layout_alloc(ctx, kind, &l));
   l->global_n = global_n;
-  int64_t base = global_n / ctx->size, extra = global_n % ctx->size, off = 0;
   for (int p = 0; p < ctx->size; ++p) {
-    l->sizes[p] = kind == RMAOP_LAYOUT_BROADCAST ? global_n : base + (p < extra);
-    l->offsets[p] = kind == RMAOP_LAYOUT_BROADCAST ? 0 : off;
-    off += l->sizes[p];
+    if (kind == RMAOP_LAYOUT_BROADCAST)
+      l->sizes[p] = global_n, l->offsets[p] = 0;
+    else
+      rmaop__split(global_n, ctx->size, p, &l->offsets[p], &l->sizes[p]);
   }
   *out = l;
   return RMAOP_OK;

@@ -35,13 +35,6 @@ typedef struct {
   rmaop_ctx ctx;
 } halo;
 
-/* Cells and first cell of coordinate c when n cells are split over p ranks. */
-static void block_range(int64_t n, int p, int c, int64_t *len, int64_t *off) {
-  const int64_t q = n / p, r = n % p;
-  *len = q + (c < r);
-  *off = c * q + (c < r ? c : r);
-}
-
 /* Row-major coordinates of `rank` (MPI_Cart_coords of a reorder = 0 communicator). */
 static void rank_coords(int rank, int ndim, const int *procs, int *coords) {
   for (int d = ndim - 1; d >= 0; --d) {
@@ -139,7 +132,7 @@ static rmaop_status sends_to(const halo *h, int q, tlist *l) {
   rank_coords(q, nd, h->info.procs, qc);
   for (int d = 0; d < nd; ++d) {
     int64_t len, off;
-    block_range(h->N[d], h->info.procs[d], qc[d], &len, &off);
+    rmaop__split(h->N[d], h->info.procs[d], qc[d], &off, &len);
     qbase[d] = off - h->lo[d], qext[d] = len + h->lo[d] + h->hi[d];
     const int64_t mine_lo = h->info.offset[d], mine_hi = mine_lo + h->info.local[d];
     a[d] = qbase[d] > mine_lo ? qbase[d] : mine_lo;
@@ -273,7 +266,7 @@ static void place_block(halo *h, const rmaop_halo_spec *s, const int procs[HMAX]
   rank_coords(h->ctx->rank, s->ndim, procs, in->coords);
   for (int d = 0; d < s->ndim; ++d) {
     h->N[d] = s->dims[d], h->lo[d] = s->lo[d], h->hi[d] = s->hi[d];
-    block_range(s->dims[d], procs[d], in->coords[d], &in->local[d], &in->offset[d]);
+    rmaop__split(s->dims[d], procs[d], in->coords[d], &in->offset[d], &in->local[d]);
     in->extended[d] = in->local[d] + s->lo[d] + s->hi[d];
     h->needs_zero |= (in->offset[d] - s->lo[d] < 0) || (in->offset[d] + in->local[d] + s->hi[d] > s->dims[d]);
   }

@@ -89,13 +89,6 @@ static void ceil_block(int64_t n, int64_t g, int64_t b, int64_t *off, int64_t *l
   *len = o + bs < n ? bs : n - o;
 }
 
-/* Part r of n split over P like rmaop_layout_create (first n mod P parts one more). */
-static void balanced(int64_t n, int64_t P, int64_t r, int64_t *off, int64_t *len) {
-  const int64_t base = n / P, extra = n % P;
-  *len = base + (r < extra);
-  *off = r * base + (r < extra ? r : extra);
-}
-
 rmaop_status rmaop_matmul_get_blocks(rmaop_ctx ctx, rmaop_matmul_kind kind, int64_t N, int64_t K, int64_t M, int rank,
                                      rmaop_matmul_blocks *b) {
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_matmul_get_blocks: ctx is NULL");
@@ -115,8 +108,8 @@ rmaop_status rmaop_matmul_get_blocks(rmaop_ctx ctx, rmaop_matmul_kind kind, int6
   if (kind == RMAOP_MATMUL_BLOCK) {
     r = (rmaop_matmul_blocks){.active = 1, .grid_dim = ctx->size, .grid_row = rank, .a_ncols = K, .x_ncols = M,
                               .y_ncols = M};
-    balanced(N, ctx->size, rank, &r.a_row0, &r.a_nrows);
-    balanced(K, ctx->size, rank, &r.x_row0, &r.x_nrows);
+    rmaop__split(N, ctx->size, rank, &r.a_row0, &r.a_nrows);
+    rmaop__split(K, ctx->size, rank, &r.x_row0, &r.x_nrows);
     r.y_row0 = r.a_row0, r.y_nrows = r.a_nrows;
   } else {
     const int64_t g = isqrt64(ctx->size);

@@ -73,15 +73,21 @@ rmaop_status rmaop__mpi_error(rmaop_ctx ctx, int mpi_code, const char *file, int
  * failing rank, RMAOP_ERR_REMOTE (with a message naming the failed ranks' count and `where`) on ranks
  * that were fine while another failed, RMAOP_OK when all succeeded. One MPI_Allreduce. */
 rmaop_status rmaop__agree(rmaop_ctx ctx, rmaop_status local, const char *where);
-/* Collective: the n values v[i] (named names[i]) are the same on every rank; else RMAOP_ERR_ARG on every
- * rank naming the first that differs and its range ("fn: dims[1] differs between ranks (from 8 to 9)").
- * Creators of operators whose ranks compute each other's parts from the arguments call it, since a
- * mismatch would move data to the wrong place without any error. n <= 32. */
 /* 1 when a * b elements of 16 bytes (the largest dtype) fit in 64-bit byte counts (a, b >= 0). */
 static inline int rmaop__fits(int64_t a, int64_t b) {
   int64_t p;
   return !__builtin_mul_overflow(a, b, &p) && !__builtin_mul_overflow(p, (int64_t)16, &p);
 }
+/* Part c of n elements split over p parts as rmaop_layout_create splits (the first n mod p parts one more). */
+static inline void rmaop__split(int64_t n, int64_t p, int64_t c, int64_t *off, int64_t *len) {
+  const int64_t base = n / p, extra = n % p;
+  *len = base + (c < extra);
+  *off = c * base + (c < extra ? c : extra);
+}
+/* Collective: the n values v[i] (named names[i]) are the same on every rank; else RMAOP_ERR_ARG on every
+ * rank naming the first that differs and its range ("fn: dims[1] differs between ranks (from 8 to 9)").
+ * Creators of operators whose ranks compute each other's parts from the arguments call it, since a
+ * mismatch would move data to the wrong place without any error. n <= 32. */
 rmaop_status rmaop__same_everywhere(rmaop_ctx ctx, const int64_t *v, int n, const char *const names[], const char *fn);
 
 /* Narrowing for MPI counts. */
