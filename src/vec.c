@@ -344,12 +344,17 @@ static rmaop_status scatter_parts_dot(rmaop_vec x, rmaop_vec y, double out[2]) {
 }
 
 /* The local parts of n dots into partials[2k], [2k+1]. `skip_replicated`: this rank leaves out what every
- * rank holds whole (BROADCAST vectors and stacked BROADCAST parts), which rank 0 counts once. On the
+ * rank holds whole (BROADCAST vectors and stacked BROADCAST parts: not even computed), which rank 0 counts once. On the
  * device the pairs that share a dtype and a length go through one kernel (one host round trip for a
  * solver's fused dots); a mixed stacked pair on a rank that skips takes one round trip per run of parts. */
 static rmaop_status local_dots(int n, const rmaop_vec x[], const rmaop_vec y[], double *partials, int skip_replicated) {
   int k = 0;
   while (k < n) {
+    if (skip_replicated && rmaop__layout_replicated(x[k]->layout)) { /* rank 0 counts it: no pass here */
+      partials[2 * k] = partials[2 * k + 1] = 0.0;
+      ++k;
+      continue;
+    }
     if (skip_replicated && stacked_mixed(x[k]->layout)) {
       RMAOP_CHECK(scatter_parts_dot(x[k], y[k], partials + 2 * k));
       ++k;
@@ -364,7 +369,7 @@ static rmaop_status local_dots(int n, const rmaop_vec x[], const rmaop_vec y[], 
     const void *xs[8], *ys[8];
     int m = 0;
     while (k + m < n && m < 8 && x[k + m]->dtype == x[k]->dtype && x[k + m]->local_n == x[k]->local_n &&
-           !(skip_replicated && stacked_mixed(x[k + m]->layout))) {
+           !(skip_replicated && (stacked_mixed(x[k + m]->layout) || rmaop__layout_replicated(x[k + m]->layout)))) {
       xs[m] = x[k + m]->data;
       ys[m] = y[k + m]->data;
       ++m;
@@ -373,8 +378,6 @@ static rmaop_status local_dots(int n, const rmaop_vec x[], const rmaop_vec y[], 
     k += m;
 #endif
   }
-  for (int j = 0; j < n && skip_replicated; ++j)
-    if (rmaop__layout_replicated(x[j]->layout)) partials[2 * j] = partials[2 * j + 1] = 0.0;
   return RMAOP_OK;
 }
 
