@@ -144,34 +144,47 @@ typedef struct {
   int overlap;                     /* all parts distinct: begin them all, then end them all */
 } sum_impl;
 
+/* ---- parts of a composite (sum here, the stacked operators in op_stacked.c) ---- */
+
+static rmaop_status part_end(rmaop_op P, int adjoint) {
+  return adjoint ? rmaop_op_apply_adjoint_end(P) : rmaop_op_apply_end(P);
+}
+
+rmaop_status rmaop__op_part_begin(const rmaop_op ops[], int i, rmaop_vec in, rmaop_vec out, int adjoint, int overlap) {
+  rmaop_op P = ops[i];
+  rmaop_status st;
+  if (adjoint) st = overlap ? rmaop_op_apply_adjoint_begin(P, in, out) : rmaop_op_apply_adjoint(P, in, out);
+  else st = overlap ? rmaop_op_apply_begin(P, in, out) : rmaop_op_apply(P, in, out);
+  if (st != RMAOP_OK) {
+    /* Leave no part half-applied: end the ones already begun (their own errors are secondary). */
+    for (int j = 0; j < i && overlap; ++j) (void)part_end(ops[j], adjoint);
+  }
+  return st;
+}
+
+rmaop_status rmaop__op_parts_end(int n, const rmaop_op ops[], int adjoint, int overlap) {
+  /* End every part even after one failed: none may stay active with its epoch open (peers wait on it). */
+  rmaop_status first = RMAOP_OK;
+  for (int i = 0; i < n && overlap; ++i) {
+    const rmaop_status st = part_end(ops[i], adjoint);
+    if (first == RMAOP_OK) first = st;
+  }
+  return first;
+}
+
 static rmaop_status sum_begin(rmaop_op A, rmaop_vec in, rmaop_vec out, int adjoint) {
   sum_impl *s = A->impl;
   s->out = out;
   rmaop_vec *tmp = adjoint ? s->tmp_model : s->tmp_data;
-  for (int i = 0; i < s->n; ++i) {
-    rmaop_vec o = i == 0 ? out : tmp[i - 1];
-    rmaop_status st;
-    if (adjoint) st = s->overlap ? rmaop_op_apply_adjoint_begin(s->ops[i], in, o) : rmaop_op_apply_adjoint(s->ops[i], in, o);
-    else st = s->overlap ? rmaop_op_apply_begin(s->ops[i], in, o) : rmaop_op_apply(s->ops[i], in, o);
-    if (st != RMAOP_OK) {
-      /* Leave no part half-applied: end the ones already begun (their own errors are secondary). */
-      for (int j = 0; j < i && s->overlap; ++j)
-        (void)(adjoint ? rmaop_op_apply_adjoint_end(s->ops[j]) : rmaop_op_apply_end(s->ops[j]));
-      return st;
-    }
-  }
+  for (int i = 0; i < s->n; ++i)
+    RMAOP_CHECK(rmaop__op_part_begin(s->ops, i, in, i == 0 ? out : tmp[i - 1], adjoint, s->overlap));
   return RMAOP_OK;
 }
 
 static rmaop_status sum_end(rmaop_op A, int adjoint) {
   sum_impl *s = A->impl;
   rmaop_vec *tmp = adjoint ? s->tmp_model : s->tmp_data;
-  rmaop_status first = RMAOP_OK; /* end every part even after one failed: none may stay active */
-  for (int i = 0; i < s->n && s->overlap; ++i) {
-    const rmaop_status st = adjoint ? rmaop_op_apply_adjoint_end(s->ops[i]) : rmaop_op_apply_end(s->ops[i]);
-    if (first == RMAOP_OK) first = st;
-  }
-  RMAOP_CHECK(first);
+  RMAOP_CHECK(rmaop__op_parts_end(s->n, s->ops, adjoint, s->overlap));
   for (int i = 1; i < s->n; ++i) RMAOP_CHECK(rmaop_vec_axpy(s->out, 1.0, tmp[i - 1]));
   return RMAOP_OK;
 }

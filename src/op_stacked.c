@@ -24,57 +24,26 @@ typedef struct {
 
 /* ---- application ---- */
 
-/* op.c checked sizes and kinds; a stacked operand must also have this operator's parts. */
-static rmaop_status check_stacked_operand(rmaop_op A, rmaop_vec v, rmaop_layout want, const char *what) {
-  RMAOP_REQUIRE(A->ctx, rmaop__layout_compatible(v->layout, want), RMAOP_ERR_ARG,
-                "\"%s\": %s is stacked with %d parts, but the operator's parts differ (%d parts, or a part's kind or "
-                "size differs)",
-                A->name, what, v->layout->nparts, want->nparts);
-  return RMAOP_OK;
-}
-
-static rmaop_status part_call(rmaop_op P, rmaop_vec in, rmaop_vec out, int adjoint, int overlap) {
-  if (adjoint) return overlap ? rmaop_op_apply_adjoint_begin(P, in, out) : rmaop_op_apply_adjoint(P, in, out);
-  return overlap ? rmaop_op_apply_begin(P, in, out) : rmaop_op_apply(P, in, out);
-}
-
-static rmaop_status part_end(rmaop_op P, int adjoint) {
-  return adjoint ? rmaop_op_apply_adjoint_end(P) : rmaop_op_apply_end(P);
-}
-
 /* Forward: in = model, out = data; adjoint: in = data, out = model. The vstack's model is not stacked:
- * every part reads the whole x, and its adjoint writes part 0 into x and the others into temporaries. */
+ * every part reads the whole x, and its adjoint writes part 0 into x and the others into temporaries.
+ * op.c's check_operands already held the operands to the operator's layouts, parts included. */
 static rmaop_status stacked_begin(rmaop_op A, rmaop_vec in, rmaop_vec out, int adjoint) {
   stacked_impl *s = A->impl;
   const int in_stacked = s->kind == STACKED_BLOCKDIAG || adjoint;
   const int out_stacked = s->kind == STACKED_BLOCKDIAG || !adjoint;
-  rmaop_layout in_l = adjoint ? A->data : A->model, out_l = adjoint ? A->model : A->data;
-  if (in_stacked) RMAOP_CHECK(check_stacked_operand(A, in, in_l, adjoint ? "y" : "x"));
-  if (out_stacked) RMAOP_CHECK(check_stacked_operand(A, out, out_l, adjoint ? "x" : "y"));
   s->out = out;
   for (int i = 0; i < s->n; ++i) {
     rmaop_vec pin = in, pout = i == 0 ? out : s->tmp ? s->tmp[i - 1] : NULL;
     if (in_stacked) rmaop__vec_part_view(in, i, pin = &s->in_view[i]);
     if (out_stacked) rmaop__vec_part_view(out, i, pout = &s->out_view[i]);
-    rmaop_status st = part_call(s->ops[i], pin, pout, adjoint, s->overlap);
-    if (st != RMAOP_OK) {
-      /* Leave no part half-applied: end the ones already begun (their own errors are secondary). */
-      for (int j = 0; j < i && s->overlap; ++j) (void)part_end(s->ops[j], adjoint);
-      return st;
-    }
+    RMAOP_CHECK(rmaop__op_part_begin(s->ops, i, pin, pout, adjoint, s->overlap));
   }
   return RMAOP_OK;
 }
 
 static rmaop_status stacked_end(rmaop_op A, int adjoint) {
   stacked_impl *s = A->impl;
-  /* End every part even after one failed: none may stay active with its epoch open (peers wait on it). */
-  rmaop_status first = RMAOP_OK;
-  for (int i = 0; i < s->n && s->overlap; ++i) {
-    const rmaop_status st = part_end(s->ops[i], adjoint);
-    if (first == RMAOP_OK) first = st;
-  }
-  RMAOP_CHECK(first);
+  RMAOP_CHECK(rmaop__op_parts_end(s->n, s->ops, adjoint, s->overlap));
   if (s->kind == STACKED_VSTACK && adjoint)
     for (int i = 1; i < s->n; ++i) RMAOP_CHECK(rmaop_vec_axpy(s->out, 1.0, s->tmp[i - 1]));
   return RMAOP_OK;

@@ -354,6 +354,12 @@ rmaop_status rmaop__vec_fill_random(rmaop_vec v, unsigned seed);
 /* 1 when no leaf operator occurs twice among ops (their applications may be begun together; an operator
  * has one execution state, so 2 D + D must run its parts one after the other). */
 int rmaop__op_parts_independent(int n, const rmaop_op ops[]);
+/* Applies part i of a composite's parts (op.c): begun when `overlap` (ended by rmaop__op_parts_end), else
+ * applied whole. On failure the parts 0..i-1 already begun are ended, and the error is returned. */
+rmaop_status rmaop__op_part_begin(const rmaop_op ops[], int i, rmaop_vec in, rmaop_vec out, int adjoint, int overlap);
+/* Ends the n parts begun by rmaop__op_part_begin (nothing to do unless `overlap`): every one, even after
+ * one failed; returns the first error. */
+rmaop_status rmaop__op_parts_end(int n, const rmaop_op ops[], int adjoint, int overlap);
 
 /* ---- trace ------------------------------------------------------------------------------------- */
 
