@@ -58,25 +58,13 @@ static rmaop_status fred_adjoint_begin(rmaop_op A, rmaop_vec y, rmaop_vec x) {
 }
 static rmaop_status fred_adjoint_end(rmaop_op A) { return rmaop_plan_end(((fred_impl *)A->impl)->gather_m); }
 
-static void fred_release(fred_impl *f, void **p) {
-#ifdef RMAOP_HAVE_CUDA
-  if (f->dev) {
-    rmaop__dev_free(*p);
-    *p = NULL;
-    return;
-  }
-#endif
-  free(*p);
-  *p = NULL;
-}
-
 static void fred_free(fred_impl *f) {
   if (!f) return;
   rmaop_plan_destroy(&f->gather_d);
   rmaop_plan_destroy(&f->gather_m);
-  fred_release(f, &f->G);
-  fred_release(f, &f->td);
-  fred_release(f, &f->tm);
+  rmaop__mem_free(f->ctx, &f->G);
+  rmaop__mem_free(f->ctx, &f->td);
+  rmaop__mem_free(f->ctx, &f->tm);
 #ifdef RMAOP_HAVE_CUDA
   rmaop__dev_blas_destroy(f->blas);
 #endif
@@ -87,11 +75,9 @@ static void fred_destroy(rmaop_op A) { fred_free(A->impl); }
 static const rmaop__op_ops fred_ops = {fred_apply_begin, fred_apply_end, fred_adjoint_begin, fred_adjoint_end,
                                        fred_destroy};
 
+/* n elements in the operator's memory (never NULL: one spare element). */
 static rmaop_status fred_alloc(fred_impl *f, int64_t n, const char *what, void **out) {
-#ifdef RMAOP_HAVE_CUDA
-  if (f->dev) return rmaop__dev_malloc(f->ctx, (size_t)(n + 1) * f->es, what, out);
-#endif
-  return rmaop__calloc(f->ctx, (size_t)n + 1, f->es, what, out);
+  return rmaop__mem_calloc(f->ctx, (size_t)n + 1, f->es, what, out);
 }
 
 /* My slices (w elements each) go to every rank, myself included, at their global place. */
@@ -129,7 +115,8 @@ static rmaop_status fred_check(rmaop_ctx ctx, rmaop_dtype dtype, int64_t nsl, in
   return RMAOP_OK;
 }
 
-/* nx, ny, nz and the dtype must agree: the slices are pieces of one G. Every rank calls (one allreduce). */
+/* nx, ny, nz and the dtype must agree: the slices are pieces of one G. Every rank calls (one allreduce) and
+ * gets the same verdict. */
 static rmaop_status fred_same(rmaop_ctx ctx, rmaop_dtype dtype, int64_t nx, int64_t ny, int64_t nz) {
   static const char *const names[] = {"nx", "ny", "nz", "dtype"};
   const int64_t v[4] = {nx, ny, nz, dtype};
@@ -140,22 +127,25 @@ rmaop_status rmaop_op_create_fredholm1(rmaop_ctx ctx, rmaop_dtype dtype, int64_t
                                        int64_t nz, const void *G, rmaop_op *out) {
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_op_create_fredholm1: ctx is NULL");
   RMAOP_CHECK(rmaop__agree(ctx, fred_check(ctx, dtype, nsl_local, nx, ny, nz, G, out), "rmaop_op_create_fredholm1"));
-  RMAOP_CHECK(rmaop__agree(ctx, fred_same(ctx, dtype, nx, ny, nz), "rmaop_op_create_fredholm1"));
-  /* Every rank holds the whole model and data (BROADCAST): all slices' worth must fit. */
-  int64_t nsl_total = 0;
-  RMAOP_CHECK_MPI(ctx, MPI_Allreduce(&nsl_local, &nsl_total, 1, MPI_INT64_T, MPI_SUM, ctx->comm));
-  RMAOP_REQUIRE(ctx, rmaop__fits(nsl_total, nx * ny) && rmaop__fits(nsl_total, ny * nz) && rmaop__fits(nsl_total, nx * nz),
-                RMAOP_ERR_ARG, "rmaop_op_create_fredholm1: %lld slices of %lld x %lld x %lld: the model or data overflows 64-bit byte counts",
-                (long long)nsl_total, (long long)nx, (long long)ny, (long long)nz);
-  rmaop_status st = RMAOP_OK;
+  RMAOP_CHECK(fred_same(ctx, dtype, nx, ny, nz)); /* the same verdict on every rank already */
   rmaop_layout slices = NULL, model = NULL, data = NULL;
-  RMAOP_CHECK(rmaop_layout_create_local(ctx, nsl_local, &slices));
   fred_impl *f = NULL;
+  RMAOP_CHECK(rmaop_layout_create_local(ctx, nsl_local, &slices));
+  const int64_t nsl = slices->global_n; /* every rank's count, from the layout's exchange of sizes */
+  /* Every rank holds the whole model and data (BROADCAST): all slices' worth must fit. The same nsl
+   * everywhere: every rank takes the same branch. */
+  rmaop_status st = RMAOP_OK;
+  if (!rmaop__fits(nsl, nx * ny) || !rmaop__fits(nsl, ny * nz) || !rmaop__fits(nsl, nx * nz)) {
+    st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG,
+                     "rmaop_op_create_fredholm1: %lld slices of %lld x %lld x %lld: the model or data overflows 64-bit "
+                     "byte counts",
+                     (long long)nsl, (long long)nx, (long long)ny, (long long)nz);
+    goto out_slices;
+  }
   st = rmaop__calloc(ctx, 1, sizeof *f, "fredholm1 operator", (void **)&f);
   RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, "rmaop_op_create_fredholm1"), st, out_free); /* f may exist here */
   *f = (fred_impl){.ctx = ctx, .dtype = dtype, .es = rmaop_dtype_size(dtype), .nsl = nsl_local,
                    .off = slices->offsets[ctx->rank], .nx = nx, .ny = ny, .nz = nz};
-  const int64_t nsl = slices->global_n;
 #ifdef RMAOP_HAVE_CUDA
   f->dev = ctx->memory == RMAOP_MEMORY_DEVICE;
   if (f->dev) st = rmaop__dev_blas_create(ctx, &f->blas);
@@ -163,12 +153,10 @@ rmaop_status rmaop_op_create_fredholm1(rmaop_ctx ctx, rmaop_dtype dtype, int64_t
   if (st == RMAOP_OK) st = fred_alloc(f, nsl_local * nx * ny, "fredholm1 G", &f->G);
   if (st == RMAOP_OK) st = fred_alloc(f, nsl_local * nx * nz, "fredholm1 data slices", &f->td);
   if (st == RMAOP_OK) st = fred_alloc(f, nsl_local * ny * nz, "fredholm1 model slices", &f->tm);
+  if (st == RMAOP_OK) st = rmaop__mem_copy(ctx, f->G, G, (size_t)(nsl_local * nx * ny) * f->es);
 #ifdef RMAOP_HAVE_CUDA
-  if (st == RMAOP_OK && f->dev) st = rmaop__dev_copy(ctx, f->G, G, (size_t)(nsl_local * nx * ny) * f->es);
   if (st == RMAOP_OK && f->dev) st = rmaop__dev_sync(ctx); /* the host G may go once we return */
-  if (!f->dev)
 #endif
-    if (st == RMAOP_OK && nsl_local * nx * ny > 0) memcpy(f->G, G, (size_t)(nsl_local * nx * ny) * f->es);
   RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, "rmaop_op_create_fredholm1"), st, out_free);
   RMAOP_CHECK_GOTO(fred_plan(f, nsl, nx * nz, "fredholm1", &f->gather_d), st, out_free);
   RMAOP_CHECK_GOTO(fred_plan(f, nsl, ny * nz, "fredholm1^H", &f->gather_m), st, out_free);

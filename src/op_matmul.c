@@ -136,6 +136,12 @@ typedef struct {
   int64_t src_off, dst_off, count;  /* elements: in the owner's staging, in my panel buffer */
 } fetch;
 
+/* One rma epoch of a SUMMA step: exactly the ranks I get from and the ranks that get from me. */
+typedef struct {
+  int nt, no;
+  int *targets, *origins; /* into mm_impl.peers */
+} summa_epoch;
+
 typedef struct {
   rmaop_ctx ctx;
   rmaop_matmul_kind kind;
@@ -154,8 +160,9 @@ typedef struct {
   int64_t g, vcap, acap;
   void *stage, *panel;
   rmaop_win win;          /* rma: the staging is this window's memory (panels are gets) */
+  summa_epoch *epochs;    /* rma: [2 g] forward step k at k, adjoint at g + k (the grid fixes them) */
+  int *peers;             /* the epochs' lists */
   rmaop_plan *fwd, *adj;  /* other backends: one plan per step */
-  int *peers;             /* scratch: 4 g ranks (epoch targets and origins) */
 } mm_impl;
 
 static void *mm_A(const mm_impl *m) {
@@ -173,40 +180,9 @@ static rmaop_status mm_gemm(mm_impl *m, int conj_a, int64_t rows, int64_t cols, 
   return RMAOP_OK;
 }
 
-static rmaop_status mm_copy(mm_impl *m, void *dst, const void *src, int64_t n) {
-#ifdef RMAOP_HAVE_CUDA
-  if (m->dev) return rmaop__dev_copy(m->ctx, dst, src, (size_t)n * m->es);
-#endif
-  if (n > 0) memcpy(dst, src, (size_t)n * m->es);
-  return RMAOP_OK;
-}
-
-static rmaop_status mm_zero(mm_impl *m, void *dst, int64_t n) {
-#ifdef RMAOP_HAVE_CUDA
-  if (m->dev) return rmaop__dev_set(m->ctx, m->dtype, dst, n, 0.0, 0.0);
-#endif
-  if (n > 0) memset(dst, 0, (size_t)n * m->es);
-  return RMAOP_OK;
-}
-
 /* A buffer of n elements in the operator's memory (never NULL: one spare element). */
 static rmaop_status mm_alloc(mm_impl *m, int64_t n, const char *what, void **out) {
-#ifdef RMAOP_HAVE_CUDA
-  if (m->dev) return rmaop__dev_malloc(m->ctx, (size_t)(n + 1) * m->es, what, out);
-#endif
-  return rmaop__calloc(m->ctx, (size_t)n + 1, m->es, what, out);
-}
-
-static void mm_release(mm_impl *m, void **p) {
-#ifdef RMAOP_HAVE_CUDA
-  if (m->dev) {
-    rmaop__dev_free(*p);
-    *p = NULL;
-    return;
-  }
-#endif
-  free(*p);
-  *p = NULL;
+  return rmaop__mem_calloc(m->ctx, (size_t)n + 1, m->es, what, out);
 }
 
 /* ---- block: allgather of X, reduce-scatter of A_r^H Y_r ---- */
@@ -224,7 +200,8 @@ static rmaop_status block_apply_end(rmaop_op op) {
 static rmaop_status block_adjoint_begin(rmaop_op op, rmaop_vec y, rmaop_vec x) {
   mm_impl *m = op->impl;
   RMAOP_CHECK(mm_gemm(m, 1, m->K, m->M, m->me.a_nrows, m->A, m->K, y->data, m->M, m->full, m->M, 0));
-  RMAOP_CHECK(mm_zero(m, x->data, m->me.x_nrows * m->M)); /* ADD sums every rank's part, own one included */
+  /* ADD sums every rank's part, own one included */
+  RMAOP_CHECK(rmaop__mem_zero(m->ctx, m->dtype, x->data, m->me.x_nrows * m->M));
   return rmaop_plan_begin(m->scatter, m->full, x->data, RMAOP_ADD);
 }
 static rmaop_status block_adjoint_end(rmaop_op op) { return rmaop_plan_end(((mm_impl *)op->impl)->scatter); }
@@ -284,20 +261,37 @@ static void add_unique(int *list, int *n, int r, int self) {
   list[(*n)++] = r;
 }
 
-/* One step on the rma backend: an epoch with exactly the ranks I get from and the ranks that get from me. */
+/* The peers of every step's epoch, once: finding who reads me scans the whole grid. */
+static rmaop_status summa_epochs(mm_impl *m) {
+  rmaop_ctx ctx = m->ctx;
+  const int64_t g = m->g, stride = 2 + 2 * g; /* two owners; readers: my grid row and column */
+  RMAOP_CHECK(rmaop__calloc(ctx, 2 * (size_t)g + 1, sizeof *m->epochs, "summa epochs", (void **)&m->epochs));
+  RMAOP_CHECK(rmaop__calloc(ctx, 2 * (size_t)(g * stride) + 1, sizeof(int), "summa peers", (void **)&m->peers));
+  for (int64_t s = 0; s < 2 * g; ++s) {
+    const int64_t k = s % g;
+    const int adjoint = s >= g;
+    summa_epoch *e = &m->epochs[s];
+    e->targets = m->peers + s * stride, e->origins = e->targets + 2;
+    fetch f[2];
+    summa_fetches(m, ctx->rank, k, adjoint, f);
+    for (int p = 0; p < 2; ++p)
+      if (f[p].count > 0) add_unique(e->targets, &e->nt, f[p].owner, ctx->rank);
+    for (int r = 0; r < g * g; ++r) { /* who reads me: only my grid row or column can */
+      summa_fetches(m, r, k, adjoint, f);
+      for (int p = 0; p < 2; ++p)
+        if (f[p].count > 0 && f[p].owner == ctx->rank) add_unique(e->origins, &e->no, r, ctx->rank);
+    }
+  }
+  return RMAOP_OK;
+}
+
+/* One step on the rma backend: the step's epoch, my gets inside it. */
 static rmaop_status summa_get_step(mm_impl *m, int64_t k, int adjoint) {
   rmaop_ctx ctx = m->ctx;
-  int *targets = m->peers, *origins = m->peers + 2 * m->g, nt = 0, no = 0;
-  fetch mine[2], f[2];
+  const summa_epoch *e = &m->epochs[adjoint ? m->g + k : k];
+  fetch mine[2];
   summa_fetches(m, ctx->rank, k, adjoint, mine);
-  for (int p = 0; p < 2; ++p)
-    if (mine[p].count > 0) add_unique(targets, &nt, mine[p].owner, ctx->rank);
-  for (int r = 0; r < m->g * m->g; ++r) { /* who reads me: only my grid row or column can */
-    summa_fetches(m, r, k, adjoint, f);
-    for (int p = 0; p < 2; ++p)
-      if (f[p].count > 0 && f[p].owner == ctx->rank) add_unique(origins, &no, r, ctx->rank);
-  }
-  RMAOP_CHECK(rmaop_win_epoch_begin(m->win, nt, targets, no, origins));
+  RMAOP_CHECK(rmaop_win_epoch_begin(m->win, e->nt, e->targets, e->no, e->origins));
   rmaop_status st = RMAOP_OK;
   for (int p = 0; p < 2 && st == RMAOP_OK; ++p)
     if (mine[p].count > 0 && mine[p].owner != ctx->rank)
@@ -317,7 +311,8 @@ static rmaop_status summa_run(rmaop_op op, rmaop_vec in, rmaop_vec out, int adjo
   mm_impl *m = op->impl;
   const int64_t i = m->me.grid_row, j = m->me.grid_col;
   const int64_t nin = m->me.active ? (adjoint ? m->me.y_nrows : m->me.x_nrows) * m->me.x_ncols : 0;
-  RMAOP_CHECK(mm_copy(m, m->stage, in->data, nin)); /* before the epoch: peers read it after my "ready" */
+  /* before the epoch: peers read it after my "ready" */
+  RMAOP_CHECK(rmaop__mem_copy(m->ctx, m->stage, in->data, (size_t)nin * m->es));
   const int64_t rows = adjoint ? m->me.x_nrows : m->me.y_nrows, cols = m->me.y_ncols;
   for (int64_t k = 0; k < m->g; ++k) {
 #ifdef RMAOP_HAVE_CUDA
@@ -386,10 +381,11 @@ static rmaop_status summa_setup(mm_impl *m, const void *A, const char *label) {
   m->vcap = (bk > bn ? bk : bn) * bm; /* an X block (forward) or a Y block (adjoint) */
   m->acap = bn * bk;
   const int64_t total = m->vcap + m->acap;
-  rmaop_status st = rmaop__calloc(ctx, 4 * (size_t)g + 1, sizeof(int), "summa peers", (void **)&m->peers);
-  if (st == RMAOP_OK) st = mm_alloc(m, total, "summa panels", &m->panel);
+  const int gets = summa_uses_gets(ctx);
+  rmaop_status st = mm_alloc(m, total, "summa panels", &m->panel);
+  if (st == RMAOP_OK && gets) st = summa_epochs(m);
   RMAOP_CHECK(rmaop__agree(ctx, st, "rmaop_op_create_matmul"));
-  if (summa_uses_gets(ctx)) {
+  if (gets) {
     RMAOP_CHECK(rmaop_win_allocate(ctx, (size_t)(total + 1) * m->es, &m->win, &m->stage));
   } else {
     RMAOP_CHECK(rmaop__agree(ctx, mm_alloc(m, total, "summa staging", &m->stage), "rmaop_op_create_matmul"));
@@ -404,7 +400,7 @@ static rmaop_status summa_setup(mm_impl *m, const void *A, const char *label) {
       RMAOP_CHECK(summa_plan(m, k, 1, name, &m->adj[k]));
     }
   }
-  return mm_copy(m, mm_A(m), A, m->me.active ? m->me.a_nrows * m->me.a_ncols : 0);
+  return rmaop__mem_copy(m->ctx, mm_A(m), A, m->me.active ? (size_t)(m->me.a_nrows * m->me.a_ncols) * m->es : 0);
 }
 
 static void mm_free(mm_impl *m) {
@@ -416,13 +412,14 @@ static void mm_free(mm_impl *m) {
     rmaop_win_free(&m->win);
     m->stage = NULL; /* the window's memory */
   }
-  mm_release(m, &m->stage);
-  mm_release(m, &m->panel);
-  mm_release(m, &m->full);
-  mm_release(m, &m->A);
+  rmaop__mem_free(m->ctx, &m->stage);
+  rmaop__mem_free(m->ctx, &m->panel);
+  rmaop__mem_free(m->ctx, &m->full);
+  rmaop__mem_free(m->ctx, &m->A);
 #ifdef RMAOP_HAVE_CUDA
   rmaop__dev_blas_destroy(m->blas);
 #endif
+  free(m->epochs);
   free(m->peers);
   free(m);
 }
@@ -472,7 +469,7 @@ static rmaop_status matmul_build(rmaop_ctx ctx, const rmaop_matmul_spec *s, cons
     RMAOP_CHECK(summa_setup(m, s->A, label));
   } else {
     st = mm_alloc(m, b->a_nrows * b->a_ncols, "matmul: rows of A", &m->A);
-    if (st == RMAOP_OK) st = mm_copy(m, m->A, s->A, b->a_nrows * b->a_ncols);
+    if (st == RMAOP_OK) st = rmaop__mem_copy(ctx, m->A, s->A, (size_t)(b->a_nrows * b->a_ncols) * m->es);
     RMAOP_CHECK(rmaop__agree(ctx, st, "rmaop_op_create_matmul"));
     RMAOP_CHECK(block_setup(m, label));
   }
@@ -486,7 +483,7 @@ rmaop_status rmaop_op_create_matmul(rmaop_ctx ctx, const rmaop_matmul_spec *spec
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_op_create_matmul: ctx is NULL");
   rmaop_matmul_blocks b = {0};
   RMAOP_CHECK(rmaop__agree(ctx, check_spec(ctx, spec, out, &b), "rmaop_op_create_matmul"));
-  RMAOP_CHECK(rmaop__agree(ctx, same_everywhere(ctx, spec), "rmaop_op_create_matmul"));
+  RMAOP_CHECK(same_everywhere(ctx, spec)); /* the same verdict on every rank already */
   mm_impl *m = NULL;
   rmaop_status made = rmaop__agree(ctx, rmaop__calloc(ctx, 1, sizeof *m, "matmul operator", (void **)&m),
                                    "rmaop_op_create_matmul");

@@ -98,6 +98,16 @@ rmaop_status rmaop__same_everywhere(rmaop_ctx ctx, const int64_t *v, int n, cons
 rmaop_status rmaop__malloc(rmaop_ctx ctx, size_t bytes, const char *what, void **out);
 rmaop_status rmaop__calloc(rmaop_ctx ctx, size_t n, size_t size, const char *what, void **out);
 
+/* Buffers in the context's memory kind (src/mem.c): host memory (rmaop__calloc, free, memcpy, memset) or,
+ * for RMAOP_MEMORY_DEVICE, device memory (src/device.h: cudaMalloc, copies and kernels enqueued on the
+ * context's stream, not waited for). mem_calloc zero fills (0 bytes: a host pointer, or NULL on the device);
+ * mem_free takes NULL and sets *p to NULL; mem_copy takes host or device pointers on the device path. */
+rmaop_status rmaop__mem_calloc(rmaop_ctx ctx, size_t n, size_t size, const char *what, void **out);
+void rmaop__mem_free(rmaop_ctx ctx, void **p);
+rmaop_status rmaop__mem_copy(rmaop_ctx ctx, void *dst, const void *src, size_t bytes);
+/* dst[0 .. n) = 0 in dtype dt. */
+rmaop_status rmaop__mem_zero(rmaop_ctx ctx, rmaop_dtype dt, void *dst, int64_t n);
+
 double rmaop__wtime(void);
 
 /* ---- configuration ----------------------------------------------------------------------------- */

@@ -74,13 +74,7 @@ rmaop_status rmaop_vec_create(rmaop_layout layout, rmaop_dtype dtype, rmaop_vec 
                 "rmaop_vec_create: %lld local elements overflow size_t", (long long)n);
   rmaop_vec v = NULL;
   RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *v, "vector", (void **)&v));
-  rmaop_status st;
-#ifdef RMAOP_HAVE_CUDA
-  if (ctx->memory == RMAOP_MEMORY_DEVICE)
-    st = rmaop__dev_malloc(ctx, (size_t)n * rmaop_dtype_size(dtype), "vector data", &v->data);
-  else
-#endif
-    st = rmaop__calloc(ctx, (size_t)n, rmaop_dtype_size(dtype), "vector data", &v->data);
+  rmaop_status st = rmaop__mem_calloc(ctx, (size_t)n, rmaop_dtype_size(dtype), "vector data", &v->data);
   if (st != RMAOP_OK) {
     free(v);
     return st;
@@ -112,13 +106,8 @@ void rmaop_vec_destroy(rmaop_vec *pv) {
     free(v);
     return;
   }
-#ifdef RMAOP_HAVE_CUDA
-  if (ON_DEVICE(v)) {
-    rmaop__dev_sync(v->ctx); /* kernels still using the memory finish first */
-    rmaop__dev_free(v->data);
-  } else
-#endif
-    free(v->data);
+  if (ON_DEVICE(v)) (void)DEV(rmaop__dev_sync(v->ctx)); /* kernels still using the memory finish first */
+  rmaop__mem_free(v->ctx, &v->data);
   free(v);
 }
 
@@ -175,28 +164,16 @@ rmaop_status rmaop_vec_read_local(rmaop_vec v, void *host) {
   RMAOP_CHECK(check_vec(NULL, "rmaop_vec_read_local", "vec", v));
   RMAOP_REQUIRE(v->ctx, host != NULL || v->local_n == 0, RMAOP_ERR_ARG, "rmaop_vec_read_local: host buffer is NULL");
   const size_t bytes = (size_t)v->local_n * rmaop_dtype_size(v->dtype);
-#ifdef RMAOP_HAVE_CUDA
-  if (ON_DEVICE(v)) {
-    RMAOP_CHECK(rmaop__dev_copy(v->ctx, host, v->data, bytes));
-    return rmaop__dev_sync(v->ctx);
-  }
-#endif
-  if (v->local_n) memcpy(host, v->data, bytes);
-  return RMAOP_OK;
+  RMAOP_CHECK(rmaop__mem_copy(v->ctx, host, v->data, bytes));
+  return ON_DEVICE(v) ? DEV(rmaop__dev_sync(v->ctx)) : RMAOP_OK;
 }
 
 rmaop_status rmaop_vec_write_local(rmaop_vec v, const void *host) {
   RMAOP_CHECK(check_vec(NULL, "rmaop_vec_write_local", "vec", v));
   RMAOP_REQUIRE(v->ctx, host != NULL || v->local_n == 0, RMAOP_ERR_ARG, "rmaop_vec_write_local: host buffer is NULL");
   const size_t bytes = (size_t)v->local_n * rmaop_dtype_size(v->dtype);
-#ifdef RMAOP_HAVE_CUDA
-  if (ON_DEVICE(v)) {
-    RMAOP_CHECK(rmaop__dev_copy(v->ctx, v->data, host, bytes));
-    return rmaop__dev_sync(v->ctx); /* the caller may reuse its buffer at once */
-  }
-#endif
-  if (v->local_n) memcpy(v->data, host, bytes);
-  return RMAOP_OK;
+  RMAOP_CHECK(rmaop__mem_copy(v->ctx, v->data, host, bytes));
+  return ON_DEVICE(v) ? DEV(rmaop__dev_sync(v->ctx)) : RMAOP_OK; /* the caller may reuse its buffer at once */
 }
 
 /* ---- local operations ---- */
@@ -216,9 +193,7 @@ rmaop_status rmaop_vec_set(rmaop_vec x, double _Complex alpha) {
 
 rmaop_status rmaop_vec_copy(rmaop_vec x, rmaop_vec y) {
   RMAOP_CHECK(check_pair("rmaop_vec_copy", "x", x, "y", y));
-  if (ON_DEVICE(x)) return DEV(rmaop__dev_copy(x->ctx, y->data, x->data, (size_t)x->local_n * rmaop_dtype_size(x->dtype)));
-  if (x != y && x->local_n) memcpy(y->data, x->data, (size_t)x->local_n * rmaop_dtype_size(x->dtype));
-  return RMAOP_OK;
+  return rmaop__mem_copy(x->ctx, y->data, x->data, (size_t)x->local_n * rmaop_dtype_size(x->dtype));
 }
 
 rmaop_status rmaop_vec_axpy(rmaop_vec y, double _Complex alpha, rmaop_vec x) {
