@@ -202,13 +202,6 @@ template <> struct num<cuDoubleComplex> {
 };
 
 
-static unsigned grid_for(int64_t n, int threads) {
-  int64_t b = (n + threads - 1) / threads;
-  if (b > 65535 * 4) b = 65535 * 4; /* grid-stride loops cover the rest */
-  return (unsigned)(b < 1 ? 1 : b);
-}
-
-
 template <typename T> __global__ void k_set(T *x, int64_t n, double are, double aim) {
   const T a = num<T>::make(are, aim);
   GRID_STRIDE(i, n) x[i] = a;

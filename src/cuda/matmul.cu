@@ -1,5 +1,6 @@
 /* Dense products of the matrix-multiply and Fredholm operators on device memory (src/matmul_dev.h):
- * cuBLAS gemm on the context's stream, through a handle made by rmaop__dev_blas_create (src/cuda/ops.cu).
+ * cuBLAS gemm (blas<T>, src/cuda/cuda_impl.h) on the context's stream, through a handle made by
+ * rmaop__dev_blas_create (src/cuda/ops.cu).
  *
  * cuBLAS is column-major and our matrices are row-major: a row-major m x n matrix is its column-major
  * transpose, so C = op(A) B is computed as C^T = B^T op(A)^T, i.e. gemm(N, opA', n, m, k, B, A) where the
@@ -13,42 +14,7 @@
 #include "device.h"
 #include "matmul_dev.h"
 
-
 namespace {
-
-template <typename T> struct blas;
-template <> struct blas<float> {
-  static cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                             const float *a, const float *A, int lda, const float *B, int ldb, const float *b,
-                             float *C, int ldc) {
-    return cublasSgemm(h, ta, tb, m, n, k, a, A, lda, B, ldb, b, C, ldc);
-  }
-  static float scalar(double v) { return (float)v; }
-};
-template <> struct blas<double> {
-  static cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                             const double *a, const double *A, int lda, const double *B, int ldb, const double *b,
-                             double *C, int ldc) {
-    return cublasDgemm(h, ta, tb, m, n, k, a, A, lda, B, ldb, b, C, ldc);
-  }
-  static double scalar(double v) { return v; }
-};
-template <> struct blas<cuFloatComplex> {
-  static cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                             const cuFloatComplex *a, const cuFloatComplex *A, int lda, const cuFloatComplex *B,
-                             int ldb, const cuFloatComplex *b, cuFloatComplex *C, int ldc) {
-    return cublasCgemm(h, ta, tb, m, n, k, a, A, lda, B, ldb, b, C, ldc);
-  }
-  static cuFloatComplex scalar(double v) { return make_cuFloatComplex((float)v, 0.0f); }
-};
-template <> struct blas<cuDoubleComplex> {
-  static cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                             const cuDoubleComplex *a, const cuDoubleComplex *A, int lda, const cuDoubleComplex *B,
-                             int ldb, const cuDoubleComplex *b, cuDoubleComplex *C, int ldc) {
-    return cublasZgemm(h, ta, tb, m, n, k, a, A, lda, B, ldb, b, C, ldc);
-  }
-  static cuDoubleComplex scalar(double v) { return make_cuDoubleComplex(v, 0.0); }
-};
 
 template <typename T>
 rmaop_status gemm(rmaop_ctx ctx, cublasHandle_t h, int conj_a, int m, int n, int k, const T *A, int lda, const T *B,

@@ -11,20 +11,9 @@
 #include "dev_ops.h"
 #include "device.h"
 
-
-
-
-
-
 namespace {
 
 enum { THREADS = 256 };
-
-unsigned grid_for(int64_t n) {
-  int64_t b = (n + THREADS - 1) / THREADS;
-  if (b > 65535 * 4) b = 65535 * 4; /* grid-stride loops cover the rest */
-  return (unsigned)(b < 1 ? 1 : b);
-}
 
 /* Real coefficient times element, and sums, rounded like the host's separate * and + (a real times a
  * complex scales both parts, C11 Annex G). R is the real type. */
@@ -198,8 +187,9 @@ rmaop_status flat_rows(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc 
     return RMAOP_OK;
   }
   const int64_t at = lo - d->off;
-  DISPATCH(dt, (k_flat<T><<<grid_for(hi - lo), THREADS, 0, STREAM(ctx)>>>(t, (const T *)src + at, (T *)dst + at, hi - lo,
-                                                                          dir, d->accumulate)));
+  DISPATCH(dt, (k_flat<T><<<grid_for(hi - lo, THREADS), THREADS, 0, STREAM(ctx)>>>(t, (const T *)src + at,
+                                                                                   (T *)dst + at, hi - lo, dir,
+                                                                                   d->accumulate)));
   LAUNCH_CHECK(ctx);
   return RMAOP_OK;
 }
@@ -209,8 +199,8 @@ rmaop_status forward_general(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil
   const int64_t n1 = b1 > a1 ? b1 - a1 : 0, nrows = n1 + (b2 > a2 ? b2 - a2 : 0);
   const int64_t total = nrows * d->nouter * d->ninner;
   if (total <= 0) return RMAOP_OK;
-  DISPATCH(dt, (k_forward<T><<<grid_for(total), THREADS, 0, STREAM(ctx)>>>(*d, (const T *)x, (const T *)ghost, (T *)y,
-                                                                           a1, n1, a2, nrows, total)));
+  DISPATCH(dt, (k_forward<T><<<grid_for(total, THREADS), THREADS, 0, STREAM(ctx)>>>(*d, (const T *)x, (const T *)ghost,
+                                                                                    (T *)y, a1, n1, a2, nrows, total)));
   LAUNCH_CHECK(ctx);
   return RMAOP_OK;
 }
@@ -219,8 +209,8 @@ rmaop_status adjoint_general(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil
                              int64_t row0, int64_t nrows) {
   const int64_t total = nrows * d->nouter * d->ninner;
   if (total <= 0) return RMAOP_OK;
-  DISPATCH(dt, (k_adjoint<T><<<grid_for(total), THREADS, 0, STREAM(ctx)>>>(*d, (const T *)y, (T *)x, 0, row0, nrows,
-                                                                           total)));
+  DISPATCH(dt, (k_adjoint<T><<<grid_for(total, THREADS), THREADS, 0, STREAM(ctx)>>>(*d, (const T *)y, (T *)x, 0, row0,
+                                                                                    nrows, total)));
   LAUNCH_CHECK(ctx);
   return RMAOP_OK;
 }
@@ -253,8 +243,8 @@ extern "C" rmaop_status rmaop__dev_stencil_adjoint_ghost(rmaop_ctx ctx, rmaop_dt
                 (long long)d->nouter);
   const int64_t nrows = (int64_t)d->hl + d->hr, total = nrows * d->ninner;
   if (total <= 0) return RMAOP_OK;
-  DISPATCH(dt, (k_adjoint<T><<<grid_for(total), THREADS, 0, STREAM(ctx)>>>(*d, (const T *)y, (T *)ghost, 1, 0, nrows,
-                                                                           total)));
+  DISPATCH(dt, (k_adjoint<T><<<grid_for(total, THREADS), THREADS, 0, STREAM(ctx)>>>(*d, (const T *)y, (T *)ghost, 1, 0,
+                                                                                    nrows, total)));
   LAUNCH_CHECK(ctx);
   return RMAOP_OK;
 }
@@ -280,28 +270,11 @@ extern "C" void rmaop__dev_blas_destroy(void *handle) {
 namespace {
 
 /* y = op(A) x with A column-major m x n (lda), alpha = 1, beta = 0 (y need not hold valid values). */
-rmaop_status gemv(rmaop_ctx ctx, cublasHandle_t h, cublasOperation_t op, int m, int n, const float *A, int lda,
-                  const float *x, float *y) {
-  const float one = 1.0f, zero = 0.0f;
-  BLAS_CHECK(ctx, cublasSgemv(h, op, m, n, &one, A, lda, x, 1, &zero, y, 1));
-  return RMAOP_OK;
-}
-rmaop_status gemv(rmaop_ctx ctx, cublasHandle_t h, cublasOperation_t op, int m, int n, const double *A, int lda,
-                  const double *x, double *y) {
-  const double one = 1.0, zero = 0.0;
-  BLAS_CHECK(ctx, cublasDgemv(h, op, m, n, &one, A, lda, x, 1, &zero, y, 1));
-  return RMAOP_OK;
-}
-rmaop_status gemv(rmaop_ctx ctx, cublasHandle_t h, cublasOperation_t op, int m, int n, const cuFloatComplex *A, int lda,
-                  const cuFloatComplex *x, cuFloatComplex *y) {
-  const cuFloatComplex one = make_cuFloatComplex(1.0f, 0.0f), zero = make_cuFloatComplex(0.0f, 0.0f);
-  BLAS_CHECK(ctx, cublasCgemv(h, op, m, n, &one, A, lda, x, 1, &zero, y, 1));
-  return RMAOP_OK;
-}
-rmaop_status gemv(rmaop_ctx ctx, cublasHandle_t h, cublasOperation_t op, int m, int n, const cuDoubleComplex *A,
-                  int lda, const cuDoubleComplex *x, cuDoubleComplex *y) {
-  const cuDoubleComplex one = make_cuDoubleComplex(1.0, 0.0), zero = make_cuDoubleComplex(0.0, 0.0);
-  BLAS_CHECK(ctx, cublasZgemv(h, op, m, n, &one, A, lda, x, 1, &zero, y, 1));
+template <typename T>
+rmaop_status gemv(rmaop_ctx ctx, cublasHandle_t h, cublasOperation_t op, int m, int n, const T *A, int lda, const T *x,
+                  T *y) {
+  const T one = blas<T>::scalar(1.0), zero = blas<T>::scalar(0.0);
+  BLAS_CHECK(ctx, blas<T>::gemv(h, op, m, n, &one, A, lda, x, 1, &zero, y, 1));
   return RMAOP_OK;
 }
 
