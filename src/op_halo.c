@@ -20,9 +20,7 @@
 
 #include <stdio.h>
 
-#ifdef RMAOP_HAVE_CUDA
 #include "halo_dev.h"
-#endif
 
 #define HMAX RMAOP_HALO_MAX_DIMS
 
@@ -30,7 +28,10 @@ typedef struct {
   rmaop_halo_info info;
   int64_t N[HMAX], lo[HMAX], hi[HMAX];
   rmaop_dtype dtype;
-  int needs_zero; /* the extended block reaches outside the global array: those ghosts are zeros */
+  /* Where the extended block reaches outside the global array (ghosts the forward writes as zeros): the
+   * plan and the interior copy write every other cell, so only these boxes are zeroed. */
+  int nzero;
+  rmaop__halo_box zero[2 * HMAX];
   rmaop_plan fwd, rev;
   rmaop_ctx ctx;
 } halo;
@@ -217,14 +218,73 @@ static rmaop_status interior_copy(const halo *h, void *blk, void *ext, int to_ex
   return RMAOP_OK;
 }
 
+/* ---- the ghosts outside the global array ---- */
+
+/* The extended block less the box of its cells inside the array, as up to two boxes per axis d: the
+ * slabs below and above the inside along d, inside along the axes before d, whole along those after. */
+static void outside_boxes(halo *h) {
+  const int nd = h->info.ndim;
+  int64_t in_lo[HMAX], in_hi[HMAX]; /* the inside, in extended coordinates */
+  for (int d = 0; d < nd; ++d) {
+    if (h->info.extended[d] == 0)
+      return; /* no cells at all */
+    const int64_t base = h->info.offset[d] - h->lo[d]; /* global index of extended cell 0 */
+    in_lo[d] = base < 0 ? -base : 0;
+    in_hi[d] = base + h->info.extended[d] > h->N[d] ? h->N[d] - base : h->info.extended[d];
+  }
+  for (int d = 0; d < nd; ++d)
+    for (int side = 0; side < 2; ++side) {
+      rmaop__halo_box b = {{0}, {0}};
+      for (int e = 0; e < nd; ++e) {
+        b.at[e] = e < d ? in_lo[e] : 0;
+        b.n[e] = e < d ? in_hi[e] - in_lo[e] : h->info.extended[e];
+      }
+      b.at[d] = side ? in_hi[d] : 0;
+      b.n[d] = side ? h->info.extended[d] - in_hi[d] : in_lo[d];
+      if (b.n[d] > 0)
+        h->zero[h->nzero++] = b;
+    }
+}
+
+/* ext = 0 on the boxes; host: one memset per run of cells contiguous in the extended block. */
+static rmaop_status zero_outside(const halo *h, void *ext) {
+#ifdef RMAOP_HAVE_CUDA
+  if (h->ctx->memory == RMAOP_MEMORY_DEVICE)
+    return rmaop__dev_halo_zero(h->ctx, h->dtype, h->info.ndim, h->info.extended, h->nzero, h->zero, ext);
+#endif
+  const int nd = h->info.ndim;
+  const size_t es = rmaop_dtype_size(h->dtype);
+  int64_t est[HMAX];
+  strides(nd, h->info.extended, est);
+  for (int k = 0; k < h->nzero; ++k) {
+    const rmaop__halo_box *b = &h->zero[k];
+    int r = nd - 1; /* the axes after r are whole in the box: a run spans them */
+    while (r > 0 && b->n[r] == h->info.extended[r])
+      --r;
+    const int64_t run = b->n[r] * est[r];
+    int64_t rows = 1, i[HMAX] = {0};
+    for (int d = 0; d < r; ++d)
+      rows *= b->n[d];
+    for (int64_t row = 0; row < rows; ++row) {
+      int64_t eo = b->at[r] * est[r];
+      for (int d = 0; d < r; ++d)
+        eo += (b->at[d] + i[d]) * est[d];
+      memset((char *)ext + (size_t)eo * es, 0, (size_t)run * es);
+      for (int d = r - 1; d >= 0 && ++i[d] == b->n[d]; --d)
+        i[d] = 0;
+    }
+  }
+  return RMAOP_OK;
+}
+
 /* ---- operator callbacks ---- */
 
-/* The interior is written before the plan begins: the rma backend may put into y's window as soon as the
- * epoch opens, and local stores into an exposed window are safest outside it. */
+/* The zeros and the interior are written before the plan begins: the rma backend may put into y's window as
+ * soon as the epoch opens, and local stores into an exposed window are safest outside it. */
 static rmaop_status halo_apply_begin(rmaop_op A, rmaop_vec x, rmaop_vec y) {
   halo *h = A->impl;
-  if (h->needs_zero)
-    RMAOP_CHECK(rmaop_vec_set(y, 0.0));
+  if (h->nzero)
+    RMAOP_CHECK(zero_outside(h, y->data));
   RMAOP_CHECK(interior_copy(h, x->data, y->data, 1));
   return rmaop_plan_begin(h->fwd, x->data, y->data, RMAOP_INSERT);
 }
@@ -268,8 +328,8 @@ static void place_block(halo *h, const rmaop_halo_spec *s, const int procs[HMAX]
     h->N[d] = s->dims[d], h->lo[d] = s->lo[d], h->hi[d] = s->hi[d];
     rmaop__split(s->dims[d], procs[d], in->coords[d], &in->offset[d], &in->local[d]);
     in->extended[d] = in->local[d] + s->lo[d] + s->hi[d];
-    h->needs_zero |= (in->offset[d] - s->lo[d] < 0) || (in->offset[d] + in->local[d] + s->hi[d] > s->dims[d]);
   }
+  outside_boxes(h);
 }
 
 static rmaop_status create_layouts(halo *h, rmaop_layout *model, rmaop_layout *data) {
