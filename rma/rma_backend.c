@@ -31,8 +31,9 @@
  * enqueued after my stream waited for that "done"; fence on ipc is the lock handshake, so the lock
  * half of the argument is the one that applies. With a CUDA-aware MPI and transport mpi (or auto across
  * nodes) the staging is GPU memory in an MPI window (win.c): src and staging are device pointers handed to
- * MPI_Put, the epoch drains the stream when it opens (MPI does not follow it), and the end drains it after
- * the unpack kernels, before the staging is announced free. Any other plan on a device context keeps a HOST
+ * MPI_Put, and the epoch drains the stream when it opens (MPI does not follow it), which also finishes the
+ * previous execution's unpack kernels before any origin may write the staging again, so the end leaves them
+ * running (end_waits_for_stream). Any other plan on a device context keeps a HOST
  * staging window (mpi, shm): begin reads the host copy of the send ranges (rmaop__plan_send_src,
  * which synchronizes), end hands the host staging to rmaop__plan_unpack, which copies it to the GPU,
  * and waits for that copy before the staging can be announced as free again (rma__post_ready, and
@@ -165,17 +166,29 @@ static rmaop_status plan_begin(rmaop_plan plan) {
   return rma__epoch_origin_done(w);
 }
 
-/* A window whose staging the stream reads outside the epochs' own order: a host staging window on a
- * device context (the core copies it to the GPU on the stream), or GPU memory over MPI (the unpack
- * kernels read it; MPI's next puts into it do not wait for the stream). */
-static int ctx_stages_through_host(rmaop_plan plan, rmaop_win w) {
-  return plan->ctx->memory == RMAOP_MEMORY_DEVICE && !w->device;
+/* Whether the end must wait until the context's stream has read the staging: when the stream reads it
+ * outside the epochs' own order and nothing later waits for that before an origin may write it again.
+ *  - Host staging on a device context: yes. The core copies it to the GPU on the stream, and neither
+ *    rma__post_ready nor the origins' next epoch waits for the stream. (With pageable window memory
+ *    cudaMemcpyAsync has read the source when it returns, but that is the runtime's behaviour, not a
+ *    contract with MPI's window memory, which may be registered.)
+ *  - GPU staging over MPI (dev_mpi, the unpack kernels read it): no. This rank's next rma__epoch_begin
+ *    drains the stream before it lets any origin at the staging again: pscw posts only after that drain,
+ *    and under fence the next puts into this half come after this rank's next closing fence, which
+ *    follows that begin; a destroyed plan's window drains in rmaop_win_free. A flag handshake would
+ *    announce readiness in rma__post_ready, right after this unpack, so such a window would still be
+ *    drained here; lock, the only one, is not enabled over MPI on GPU memory (rma__gpu_over_mpi).
+ *  - GPU staging over ipc: no, the flags that free it are stream-ordered after the unpack kernels.
+ * The user's buffers need no drain either: on a device context the end completes in stream order
+ * (rmaop_ctx_synchronize before other streams read dst), as on ipc; MPI_Win_complete (in begin) or
+ * the closing fence (in rma__epoch_end) already completed MPI's reads of src. */
+static int end_waits_for_stream(rmaop_plan plan, rmaop_win w) {
+  if (plan->ctx->memory != RMAOP_MEMORY_DEVICE || w->device)
+    return 0;
+  return !w->dev_mpi || w->flag_sync;
 }
 
-/* The copy out of the host staging must be over before an origin may overwrite it. With pageable
- * window memory cudaMemcpyAsync has read the source when it returns, but that is the runtime's
- * behaviour, not a contract with MPI's window memory (which may be registered): wait for it. */
-static rmaop_status host_staging_consumed(rmaop_plan plan) {
+static rmaop_status stream_done(rmaop_plan plan) {
 #ifdef RMAOP_HAVE_CUDA
   return rmaop__dev_sync(plan->ctx);
 #else
@@ -191,8 +204,8 @@ static rmaop_status plan_end(rmaop_plan plan) {
   RMAOP_CHECK(rma__epoch_end(w));
   const char *staging = rp->staging + (rp->odd ? w->bytes / 2 : 0);
   RMAOP_CHECK(rmaop__plan_unpack(plan, staging, plan->cur_src, plan->cur_dst, plan->cur_mode));
-  if (ctx_stages_through_host(plan, w))
-    RMAOP_CHECK(host_staging_consumed(plan));
+  if (end_waits_for_stream(plan, w))
+    RMAOP_CHECK(stream_done(plan));
   return rma__post_ready(w);
 }
 

@@ -128,8 +128,9 @@ struct rmaop_win_s {
  * (plans staged through host, reductions). */
 rmaop_status rma__win_make(rmaop_ctx ctx, int allocate, void *user_base, size_t bytes, int device, rmaop_win *out,
                            void **base_out);
-/* The transport a window of `ctx` uses towards `peer` (`device`: a GPU window; `shared`: the window
- * is one MPI_Win_allocate_shared segment over the whole communicator). Symmetric in (rank, peer). */
+/* The transport a window of `ctx` uses towards `peer` (`device`: a GPU window, ipc or, when
+ * rma__gpu_over_mpi, mpi; `shared`: the window is one MPI_Win_allocate_shared segment over the whole
+ * communicator). Symmetric in (rank, peer). */
 const rma_transport *rma__choose_transport(rmaop_ctx ctx, int device, int shared, int peer);
 /* Whether a plan of `ctx` gets a GPU staging window (ipc) rather than a host one staged through host
  * memory: device context, transport auto with every rank on one node, or ipc (whose creation then

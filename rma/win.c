@@ -21,9 +21,10 @@
  *          through host (rmaop__plan_send_src, host staging unpacked by the core), and a public GPU
  *          window is RMAOP_ERR_UNSUPPORTED naming an off-node rank;
  *   ipc    GPU window; an off-node rank is RMAOP_ERR_UNSUPPORTED naming it;
- *   mpi    CUDA-aware MPI, fence or pscw (lock hung in a test and stages): GPU windows over MPI (MPI_Win_create over device memory, MPI_Put/Get on device
- *          pointers, epochs as on host windows: the context's stream is drained when an epoch opens, since
- *          MPI does not follow the stream, and after the unpack before origins may reuse the staging);
+ *   mpi    CUDA-aware MPI, fence or pscw (lock hung in a test and stages): GPU windows over MPI
+ *          (MPI_Win_create over device memory, MPI_Put/Get on device pointers, epochs as on host windows:
+ *          the context's stream is drained when an epoch opens, since MPI does not follow the stream,
+ *          which also ends a plan's previous unpack before origins may reuse its staging);
  *          otherwise plans stage through host memory over mpi and public GPU windows are
  *          RMAOP_ERR_UNSUPPORTED;
  *   shm    plans stage through host memory over shm (honest: host shared memory holds the host copy,
@@ -47,8 +48,15 @@ static size_t align_up(size_t n) {
 }
 
 const rma_transport *rma__choose_transport(rmaop_ctx ctx, int device, int shared, int peer) {
-  if (device) /* own rank included: GPU memory is copied with cudaMemcpyAsync on the stream */
+  /* GPU memory over ipc: the own rank included, its copies are cudaMemcpyAsync on the stream too. */
+  if (device && !rma__gpu_over_mpi(ctx))
     return &rma__transport_ipc;
+#ifdef RMAOP_HAVE_CUDA
+  /* GPU memory over MPI: MPI towards the others; the own rank a stream copy (a host memcpy cannot reach
+   * device memory, and MPI to oneself is outside a PSCW access epoch). */
+  if (device)
+    return peer == ctx->rank ? &rma__transport_dev_self : &rma__transport_mpi;
+#endif
   if (peer == ctx->rank)
     return &rma__transport_self;
   if (shared && ctx->rma_transport != RMAOP_TRANSPORT_MPI)
@@ -181,6 +189,13 @@ static rmaop_status set_errhandler(rmaop_win w, MPI_Win win) {
   return RMAOP_OK;
 }
 
+/* Whether MPI allocates the window's memory (MPI_Win_allocate[_shared]), so the control area can be its tail:
+ * rmaop_win_allocate's host memory. GPU memory over MPI comes from cudaMalloc (build), and MPI can only
+ * expose it, as it does user memory. */
+static int mpi_allocates(const rmaop_win w) {
+  return w->owns_memory && !w->dev_mpi;
+}
+
 /* The data window (and, when allocated with a flag handshake, its control tail). */
 static rmaop_status make_data_window(rmaop_win w, void *user_base, size_t bytes, size_t ctrl_bytes) {
   rmaop_ctx ctx = w->ctx;
@@ -194,7 +209,7 @@ static rmaop_status make_data_window(rmaop_win w, void *user_base, size_t bytes,
     int rc = MPI_Win_allocate_shared((MPI_Aint)total, 1, info, ctx->comm, &base, &w->win);
     MPI_Info_free(&info);
     RMAOP_CHECK_MPI(ctx, rc);
-  } else if (w->owns_memory && !w->dev_mpi) {
+  } else if (mpi_allocates(w)) {
     RMAOP_CHECK_MPI(ctx, MPI_Win_allocate((MPI_Aint)total, 1, MPI_INFO_NULL, ctx->comm, &base, &w->win));
   } else {
     int rc = MPI_Win_create(user_base, (MPI_Aint)bytes, 1, MPI_INFO_NULL, ctx->comm, &w->win);
@@ -239,7 +254,7 @@ static rmaop_status exchange_sizes(rmaop_win w) {
  * transport's flag operations need. */
 static rmaop_status setup_control(rmaop_win w, size_t ctrl_bytes) {
   rmaop_ctx ctx = w->ctx;
-  if (w->owns_memory && !w->dev_mpi) { /* the tail of MPI-allocated host memory; GPU memory: a window of its own */
+  if (mpi_allocates(w)) {
     w->cwin = w->win;
     w->ctrl = (int64_t *)(w->base + align_up(w->bytes));
     for (int r = 0; r < w->size; ++r)
@@ -268,12 +283,7 @@ static rmaop_status setup_control(rmaop_win w, size_t ctrl_bytes) {
 static void set_transports(rmaop_win w) {
   const char *name = NULL;
   for (int r = 0; r < w->size; ++r) {
-    w->tp[r] = rma__choose_transport(w->ctx, w->device, w->shared, r);
-#ifdef RMAOP_HAVE_CUDA
-    /* GPU memory over MPI: MPI towards the others; the own rank a stream copy (a host memcpy cannot reach
-     * device memory, and MPI to oneself is outside a PSCW access epoch) */
-    if (w->dev_mpi) w->tp[r] = r == w->rank ? &rma__transport_dev_self : &rma__transport_mpi;
-#endif
+    w->tp[r] = rma__choose_transport(w->ctx, w->device || w->dev_mpi, w->shared, r);
     if (r == w->rank)
       continue;
     if (!name)
@@ -397,6 +407,10 @@ void rmaop_win_free(rmaop_win *pw) {
   if (w->local_only && w->owns_memory)
     free(w->base);
 #ifdef RMAOP_HAVE_CUDA
+  /* A plan's end leaves its unpack kernels reading this staging (rma_backend.c); an error stays recorded
+   * in the context. */
+  if (w->dev_base)
+    (void)rmaop__dev_drain(w->ctx, "rma GPU window over MPI free");
   rmaop__dev_free(w->dev_base); /* after MPI_Win_free: MPI no longer reaches it */
 #endif
   free(w->sizes);
