@@ -267,10 +267,13 @@ static int direct(const ts_plan *t, rmaop_plan plan, int k) {
 
 /* An indexed datatype over the n transfers (their src offsets, or their dst offsets), so a message of several
  * transfers needs no packing or unpacking copy. MPI_DATATYPE_NULL when an offset or count does not fit an
- * int: the caller keeps the copying path. */
+ * int, or on GPU memory: the caller keeps the copying path. (Open MPI 5.0.7 + UCX 1.13 delivered zeros for
+ * indexed types over GPU buffers: the halo test's ghost cells, 2 ranks on one H100.) */
 static rmaop_status indexed_type(rmaop_plan plan, const rmaop_transfer *t, int n, int at_src, MPI_Datatype *out) {
   rmaop_ctx ctx = plan->ctx;
   *out = MPI_DATATYPE_NULL;
+  if (plan->dev_native)
+    return RMAOP_OK;
   for (int i = 0; i < n; ++i)
     if (t[i].count > INT_MAX || (at_src ? t[i].src_offset : t[i].dst_offset) > INT_MAX) return RMAOP_OK;
   int *len = NULL;
@@ -334,7 +337,7 @@ static rmaop_status ts_plan_setup(rmaop_plan plan) {
                                  (void **)&t->rtype), st, err);
   RMAOP_CHECK_GOTO(rmaop__calloc(ctx, nr ? (size_t)nr : 1, 1, "twosided in-place flags", (void **)&t->in_place), st, err);
   for (int k = 0; k < nr; ++k) t->rtype[k] = MPI_DATATYPE_NULL;
-  for (int k = 0; k < nr && t->disjoint && !plan->dev_native; ++k) /* no indexed types on GPU memory (above) */
+  for (int k = 0; k < nr && t->disjoint; ++k)
     if (!t->one[k])
       RMAOP_CHECK_GOTO(indexed_type(plan, &plan->recv[plan->recv_peer_first[k]],
                                     plan->recv_peer_first[k + 1] - plan->recv_peer_first[k], 0, &t->rtype[k]), st, err);
@@ -347,10 +350,9 @@ static rmaop_status ts_plan_setup(rmaop_plan plan) {
   int64_t packed = 0;
   for (int k = 0; k < ns; ++k) {
     int ntr = plan->send_peer_first[k + 1] - plan->send_peer_first[k];
-    /* An indexed type sends the transfers straight from src; packing is the fallback, and the only way on
-     * device memory: Open MPI 5.0.7 + UCX 1.13 delivered zeros for indexed types over GPU buffers (the halo
-     * test's ghost cells, 2 ranks on one H100). */
-    if (ntr > 1 && !plan->dev_native)
+    /* An indexed type sends the transfers straight from src; packing is the fallback (and the only way on
+     * device memory, indexed_type). */
+    if (ntr > 1)
       RMAOP_CHECK_GOTO(indexed_type(plan, &plan->send[plan->send_peer_first[k]], ntr, 1, &t->stype[k]), st, err);
     const int pack = ntr > 1 && t->stype[k] == MPI_DATATYPE_NULL;
     t->pack_disp[k] = pack ? packed : -1;
