@@ -3,6 +3,8 @@
 #include "device.h"
 
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>
@@ -31,6 +33,21 @@ static const char *option_value(const char *given, const char *env) {
   return (v && *v) ? v : config_default(env);
 }
 
+/* The number in environment variable `env` (else the table's default), in [lo, hi] (lo = DBL_TRUE_MIN:
+ * positive). The whole string must parse: a base-10 integer when `integer` (out of long long's range is
+ * an error), else a real. `what` completes the message "ENV="value" is not ...". */
+static rmaop_status env_number(rmaop_ctx ctx, const char *env, int integer, double lo, double hi, const char *what,
+                               double *out) {
+  const char *v = option_value(NULL, env);
+  char *end = NULL;
+  errno = 0;
+  const double x = integer ? (double)strtoll(v, &end, 10) : strtod(v, &end);
+  RMAOP_REQUIRE(ctx, end != v && *end == '\0' && (!integer || errno == 0) && x >= lo && x <= hi, RMAOP_ERR_ARG,
+                "%s=\"%s\" is not %s", env, v, what);
+  *out = x;
+  return RMAOP_OK;
+}
+
 static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) {
   rmaop_ctx_options o;
   rmaop_ctx_options_init(&o);
@@ -54,25 +71,14 @@ static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) 
     RMAOP_CHECK(rmaop__parse_name(ctx, "trace switch (RMAOP_TRACE)", option_value(NULL, "RMAOP_TRACE"), trace_names, &i));
     ctx->trace_on = i;
   }
-  if (o.timeout > 0) {
+  if (o.timeout > 0)
     ctx->timeout = o.timeout;
-  } else {
-    const char *v = option_value(NULL, "RMAOP_TIMEOUT");
-    char *end = NULL;
-    double t = strtod(v, &end);
-    RMAOP_REQUIRE(ctx, end != v && *end == '\0' && t > 0, RMAOP_ERR_ARG,
-                  "RMAOP_TIMEOUT=\"%s\" is not a positive number of seconds", v);
-    ctx->timeout = t;
-  }
-  {
-    const char *v = option_value(NULL, "RMAOP_IPC_STORE_MAX");
-    char *end = NULL;
-    errno = 0;
-    const long long b = strtoll(v, &end, 10);
-    RMAOP_REQUIRE(ctx, end != v && *end == '\0' && errno == 0 && b >= 0 && b <= (1LL << 30), RMAOP_ERR_ARG,
-                  "RMAOP_IPC_STORE_MAX=\"%s\" is not a byte count in [0, 2^30]", v);
-    ctx->ipc_store_max = (size_t)b;
-  }
+  else
+    RMAOP_CHECK(env_number(ctx, "RMAOP_TIMEOUT", 0, DBL_TRUE_MIN, INFINITY, "a positive number of seconds",
+                           &ctx->timeout));
+  double store_max = 0;
+  RMAOP_CHECK(env_number(ctx, "RMAOP_IPC_STORE_MAX", 1, 0, 0x1p30, "a byte count in [0, 2^30]", &store_max));
+  ctx->ipc_store_max = (size_t)store_max;
   RMAOP_CHECK(rmaop__parse_name(ctx, "ipc path (RMAOP_IPC_PATH)", option_value(o.ipc_path, "RMAOP_IPC_PATH"), ipc_path_names, &i));
   ctx->ipc_path = i;
 #ifndef RMAOP_HAVE_CUDA
