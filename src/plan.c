@@ -385,6 +385,7 @@ rmaop_status rmaop_plan_end(rmaop_plan plan) {
   rmaop_ctx ctx = plan->ctx;
   RMAOP_REQUIRE(ctx, plan->active, RMAOP_ERR_ARG, "rmaop_plan_end: plan \"%s\" was not begun", plan->label);
   plan->active = 0;
+  if (ctx->trace_on) rmaop__trace_sync_start(ctx); /* a late peer's overlapped work is not this call's messaging */
   const double t0 = rmaop__wtime();
   RMAOP_CHECK(ctx->backend->plan_end(plan));
   if (ctx->trace_on) rmaop__trace_sync_end(ctx);

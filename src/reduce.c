@@ -124,10 +124,12 @@ rmaop_status rmaop_request_wait(rmaop_request *preq) {
   rmaop_request r = *preq;
   rmaop_ctx ctx = r->ctx;
   rmaop_status st = RMAOP_OK;
+  if (ctx->trace_on && (r->started || r->deferred)) rmaop__trace_sync_start(ctx); /* as in rmaop_plan_end */
   const double t0 = rmaop__wtime();
   if (r->deferred) st = ctx->backend->reduce(ctx, r->in, r->out, r->count, r->op);
   else if (r->started) st = ctx->backend->reduce_end(ctx, r->backend_req);
-  if (ctx->trace_on) rmaop__trace_sync_end(ctx);
+  /* No rmaop__trace_sync_end: the result is on the host when the backend returns (nccl waits for its own
+   * event), so a stream drain here would only time an idle stream, which the probe's reduction does not. */
   const double t1 = rmaop__wtime();
   ctx->comm_time += t1 - t0;
   *preq = NULL;

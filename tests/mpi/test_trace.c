@@ -179,6 +179,59 @@ START_TEST(test_synced_excludes_late_peer) {
 }
 END_TEST
 
+/* The same for a peer that works long between its begin and end (overlapped work): synchronized tracing
+ * meets the ranks again before the end, so the slowest rank's end does not count rank 0's 30 ms. On paths
+ * whose end waits for the peer (fence, pscw) plain tracing would count it; the check is on synced. */
+START_TEST(test_synced_excludes_late_end) {
+  rmaop_plan plan = ring_plan("late_end");
+  RT_OK(rmaop_trace_reset(ctx));
+  RT_OK(rmaop_trace_enable(ctx, RMAOP_TRACE_SYNCED));
+  double src[K] = {1, 2, 3}, dst[K] = {0}, inside = 0, worst = 0;
+  RT_OK(rmaop_plan_begin(plan, src, dst, RMAOP_INSERT));
+  if (rt_rank == 0)
+    for (const double t0 = MPI_Wtime(); MPI_Wtime() - t0 < 30e-3;) {
+    }
+  RT_OK(rmaop_plan_end(plan));
+  rmaop_trace_site s;
+  if (find_site("late_end", "plan", &s) >= 0)
+    inside = s.time_inside;
+  MPI_Allreduce(&inside, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  RT_CHECK(worst > 0 && worst < 15e-3, "synced tracing: time inside %g s with a peer late to its end, want < 15 ms",
+           worst);
+  for (int i = 0; i < K; ++i) /* the ring: each rank receives its left neighbour's source */
+    RT_CHECK(dst[i] == src[i], "dst[%d] = %g after the traced exchange, want %g", i, dst[i], src[i]);
+  rmaop_plan_destroy(&plan);
+  RT_OK(rmaop_trace_enable(ctx, RMAOP_TRACE_ON));
+}
+END_TEST
+
+/* The median call: one of five ring exchanges waits 100 ms for rank 0 (plain tracing counts it, as in
+ * test_synced_excludes_late_peer); the waiting rank's mean time inside carries it, the median does not.
+ * The margins allow for a waiting rank that the scheduler itself starts late on a loaded machine. */
+START_TEST(test_median_ignores_one_slow_call) {
+  RT_OK(rmaop_trace_reset(ctx));
+  rmaop_plan plan = ring_plan("median_ring");
+  double src[K] = {1, 2, 3}, dst[K];
+  for (int k = 0; k < 5; ++k) {
+    if (k == 2 && rt_rank == 0)
+      for (const double t0 = MPI_Wtime(); MPI_Wtime() - t0 < 100e-3;) {
+      }
+    RT_OK(rmaop_plan_execute(plan, src, dst, RMAOP_INSERT));
+  }
+  rmaop_plan_destroy(&plan);
+  rmaop_trace_site s;
+  RT_CHECK(find_site("median_ring", "plan", &s) >= 0 && s.calls == 5, "no plan site median_ring of 5 calls");
+  RT_CHECK(s.time_inside_median > 0 && s.time_inside_median <= s.time_inside, "median %g, total inside %g",
+           s.time_inside_median, s.time_inside);
+  double mine[2] = {s.time_inside, s.time_inside_median}, worst[2];
+  MPI_Allreduce(mine, worst, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  RT_CHECK(rt_size == 1 || (worst[0] >= 50e-3 && worst[1] < 10e-3),
+           "one call waiting 100 ms for rank 0: slowest rank's total inside %g s (want >= 50 ms), median %g s "
+           "(want < 10 ms)",
+           worst[0], worst[1]);
+}
+END_TEST
+
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f)
@@ -207,6 +260,7 @@ START_TEST(test_json) {
   char *text = slurp(mine);
   RT_CHECK(text != NULL, "%s was not written", mine);
   RT_CHECK(strstr(text, "\"json_site_label\"") != NULL && strstr(text, "\"plan\"") != NULL &&
+               strstr(text, "\"time_inside_median\"") != NULL &&
                (text[0] == '{' || text[0] == '['),
            "%s lacks the site: %.200s", mine, text);
   free(text);
@@ -233,6 +287,8 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_off_records_nothing);
   tcase_add_test(tc, test_json);
   tcase_add_test(tc, test_synced_excludes_late_peer);
+  tcase_add_test(tc, test_synced_excludes_late_end);
+  tcase_add_test(tc, test_median_ignores_one_slow_call);
   suite_add_tcase(s, tc);
   return s;
 }
