@@ -54,7 +54,9 @@ typedef struct {
   double *t_iter, *comm_share; /* per repeat */
   double bytes_iter;           /* streaming bytes of one solver iteration on the busiest rank */
   double bound;                /* seconds: max over ranks of local bytes / local copy bandwidth; 0: none */
-  double *sync_comm;           /* --trace-sync, per repeat: seconds per iteration inside rmaop's calls, synchronized */
+  double *sync_comm;           /* --trace-sync, per repeat: seconds per iteration inside rmaop's calls, synchronized:
+                                * each site's median call x its calls (the typical iteration) */
+  double *sync_comm_mean;      /* the same from the sites' summed times (every preempted call counted) */
 } path;
 
 typedef struct {
@@ -121,7 +123,8 @@ static void usage(void) {
                     "  --backends takes any of rma, twosided, nccl; a backend this library lacks is skipped.\n"
                     "  --solver defaults to cgls; cg and pipecg need an SPD operator (--problem derivspd).\n"
                     "  --trace-sync: R more solves per path traced with synchronized starts (RMAOP_TRACE_SYNCED):\n"
-                    "  the messaging time per iteration without waits for late peers (what rmaop-roofline predicts).\n");
+                    "  the messaging time per iteration without waits for late peers (what rmaop-roofline predicts):\n"
+                    "  each site's median call times its calls per iteration; \"sync mean\" counts every call.\n");
 }
 
 /* Device copy bandwidth of this rank's GPU in bytes/s: cudaMemcpy device-to-device of 1 GiB timed with
@@ -225,15 +228,22 @@ static void solve_synced(path *p, int niter, int rep) {
   rmaop_trace_count(p->ctx, &n);
   MPI_Allreduce(&n, &nmin, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(&n, &nmax, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  double *t = calloc((size_t)nmax + 1, sizeof *t), total = 0;
+  double *t = calloc(2 * (size_t)nmax + 1, sizeof *t), total[2] = {0, 0};
   if (!t) die("trace site times (out of memory)", p->ctx); /* before the collective below, not around it */
   rmaop_trace_site site;
   for (int i = 0; i < n; ++i)
-    if (rmaop_trace_get(p->ctx, i, &site) == RMAOP_OK) t[i] = site.time_inside;
-  MPI_Allreduce(MPI_IN_PLACE, t, nmax, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  for (int i = 0; i < nmax; ++i) total += t[i];
+    if (rmaop_trace_get(p->ctx, i, &site) == RMAOP_OK) {
+      t[2 * i] = site.time_inside_median * (double)site.calls;
+      t[2 * i + 1] = site.time_inside;
+    }
+  MPI_Allreduce(MPI_IN_PLACE, t, 2 * nmax, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  for (int i = 0; i < nmax; ++i) {
+    total[0] += t[2 * i];
+    total[1] += t[2 * i + 1];
+  }
   if (rank == 0 && nmin != nmax) fprintf(stderr, "rmaop-bench: %s: ranks traced %d..%d sites\n", p->name, nmin, nmax);
-  p->sync_comm[rep] = total / (info.iterations ? info.iterations : 1);
+  p->sync_comm[rep] = total[0] / (info.iterations ? info.iterations : 1);
+  p->sync_comm_mean[rep] = total[1] / (info.iterations ? info.iterations : 1);
   free(t);
   rmaop_solver_info_free(&info);
 }
@@ -273,7 +283,9 @@ static void write_json(const char *file, const char *problem, const char *solver
     fprintf(f, "]}, \"comm_share\": %.4f, \"ratio_to_first\": %.4f, \"iterations\": %d, ", median(p->comm_share, repeat),
             median(p->t_iter, repeat) / median(paths[0].t_iter, repeat), p->iterations);
     fprintf(f, "\"bytes_per_iter\": %.0f, ", p->bytes_iter);
-    if (p->sync_comm) fprintf(f, "\"synchronized_comm_per_iter_seconds\": %.9g, ", median(p->sync_comm, repeat));
+    if (p->sync_comm)
+      fprintf(f, "\"synchronized_comm_per_iter_seconds\": %.9g, \"synchronized_comm_mean_per_iter_seconds\": %.9g, ",
+              median(p->sync_comm, repeat), median(p->sync_comm_mean, repeat));
     if (p->bound > 0)
       fprintf(f, "\"streaming_bound_seconds\": %.9g, \"measured_over_bound\": %.4f, ", p->bound,
               median(p->t_iter, repeat) / p->bound);
@@ -421,7 +433,11 @@ int main(int argc, char **argv) {
     if (rmaop_vec_duplicate(p->prob.x_true, &p->x) != RMAOP_OK) die("vector", p->ctx);
     p->t_iter = calloc((size_t)repeat, sizeof(double));
     p->comm_share = calloc((size_t)repeat, sizeof(double));
-    if (trace_sync) p->sync_comm = calloc((size_t)repeat, sizeof(double));
+    if (trace_sync) {
+      p->sync_comm = calloc((size_t)repeat, sizeof(double));
+      p->sync_comm_mean = calloc((size_t)repeat, sizeof(double));
+      if (!p->sync_comm || !p->sync_comm_mean) die("--trace-sync times (out of memory)", p->ctx);
+    }
     rmaop_vec_info mi, di;
     if (rmaop_vec_get_info(p->prob.x_true, &mi) != RMAOP_OK || rmaop_vec_get_info(p->prob.b, &di) != RMAOP_OK)
       die("vector info", p->ctx);
@@ -486,7 +502,7 @@ int main(int argc, char **argv) {
     printf("histories %s across the paths of each solver (rel 1e-10)\n", mismatch ? "DIFFER" : "agree");
     printf("%-22s %12s %12s %12s %8s %8s", "path", "median us/it", "min us/it", "max us/it", "comm %", "ratio");
     if (on_device) printf(" %12s %12s %11s", "MB/it", "bound us/it", "meas/bound");
-    if (trace_sync) printf(" %14s", "sync comm us/it");
+    if (trace_sync) printf(" %14s %15s", "sync comm us/it", "sync mean us/it");
     printf("\n");
     for (int i = 0; i < np; ++i) {
       path *p = &paths[i];
@@ -497,7 +513,7 @@ int main(int argc, char **argv) {
         printf(" %12.3f %12.2f %11.2f", 1e-6 * p->bytes_iter, 1e6 * p->bound, median(p->t_iter, repeat) / p->bound);
       else if (on_device)
         printf(" %12.3f %12s %11s", 1e-6 * p->bytes_iter, "-", "-");
-      if (trace_sync) printf(" %14.2f", 1e6 * median(p->sync_comm, repeat));
+      if (trace_sync) printf(" %14.2f %15.2f", 1e6 * median(p->sync_comm, repeat), 1e6 * median(p->sync_comm_mean, repeat));
       printf("\n");
     }
     if (json) write_json(json, problem, solver_list, n, niter, P, paths, np, repeat, memory, bw, skipped, nskipped);
@@ -510,6 +526,7 @@ int main(int argc, char **argv) {
     free(paths[i].t_iter);
     free(paths[i].comm_share);
     free(paths[i].sync_comm);
+    free(paths[i].sync_comm_mean);
   }
   MPI_Finalize();
   return mismatch ? 1 : 0;

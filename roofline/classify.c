@@ -168,10 +168,12 @@ int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, d
   a->on = calloc(prof->npaths ? (size_t)prof->npaths : 1, sizeof *a->on);
   if (!a->on)
     return -1;
-  /* Measured: the time inside rmaop's calls when the trace has it (it excludes computation overlapped
-   * between begin and end), else the begin..end span. */
+  /* Measured: the median call's time inside rmaop's calls when the trace has it (the typical call, as the
+   * profile's medians are; overlapped computation between begin and end excluded), else the mean time
+   * inside, else the begin..end span. */
   const double t = s->time_inside > 0 ? s->time_inside : s->time_total;
-  a->per_call = s->calls > 0 ? t / s->calls : 0;
+  a->per_call_mean = s->calls > 0 ? t / s->calls : 0;
+  a->per_call = s->inside_median > 0 ? s->inside_median : a->per_call_mean;
   a->achieved = a->per_call > 0 ? site_bytes(s) / a->per_call : 0;
   a->calls_per_iter = iterations > 0 ? s->calls / iterations : s->calls;
   /* The site's communication state was last used one call of the site ago: in between, the solver streamed
@@ -241,10 +243,10 @@ int roof_run_cold_sites(const roof_run *r) {
   return k;
 }
 
-double roof_run_measured(const roof_run *r) {
+double roof_run_measured(const roof_run *r, int mean) {
   double t = 0;
   for (int i = 0; i < r->nsites; ++i)
-    t += r->an[i].calls_per_iter * r->an[i].per_call;
+    t += r->an[i].calls_per_iter * (mean ? r->an[i].per_call_mean : r->an[i].per_call);
   return t;
 }
 

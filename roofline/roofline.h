@@ -236,6 +236,7 @@ typedef struct {
   char path[ROOF_NAME_MAX]; /* the path it ran on ("rma.lock.shm"), from backend/sync/transport */
   double calls, messages, bytes_per_message, time_total;
   double time_inside; /* seconds inside rmaop's calls (0: unknown, older trace files); measured time when > 0 */
+  double inside_median; /* seconds, the median call's time inside (0: unknown); the measured per-call time when > 0 */
 } roof_site;
 
 /* Reads the JSON written by rmaop_trace_write_json(); merges into @p sites (same label and kind: max of
@@ -266,7 +267,8 @@ typedef struct {
 
 typedef struct {
   const roof_site *site;
-  double per_call, achieved; /* seconds, bytes/s */
+  double per_call, achieved; /* seconds (the median call where the trace has it), bytes/s */
+  double per_call_mean;      /* seconds, every call counted (preempted ones too) */
   double calls_per_iter;
   roof_onpath *on;      /* one per profile path, in profile order */
   int home;             /* index of the site's own path in the profile, -1 when not profiled */
@@ -309,8 +311,9 @@ double roof_run_predicted(const roof_run *r, int j);
 double roof_run_predicted_warm(const roof_run *r, int j);
 /* Sites of the run that pay some cold penalty (cold_fraction > 0). */
 int roof_run_cold_sites(const roof_run *r);
-/* Measured communication seconds per iteration (or per solve) summed over the trace sites. */
-double roof_run_measured(const roof_run *r);
+/* Measured communication seconds per iteration (or per solve) summed over the trace sites: each site's median
+ * call (@p mean = 0; the mean where the trace has no median) or its mean call (@p mean = 1). */
+double roof_run_measured(const roof_run *r, int mean);
 /* Index of the profile path with the least predicted time (-1 when no path). */
 int roof_run_best(const roof_run *r, const roof_profile *prof);
 /* The same over every path, poor fits included (the verdict names it when it differs). */

@@ -122,13 +122,14 @@ static char *site_names(rmaop_ctx ctx, MPI_Comm comm, int rank, int *n) {
 }
 
 /* Every rank contributes its numbers for rank 0's sites (MPI_MAX): the slowest rank's view. */
+enum { NV = 6 }; /* numbers per site: calls, messages, bytes/message, total, inside, median inside */
 static int gather_sites(rmaop_ctx ctx, MPI_Comm comm, const char *memory, roof_site **out, int *nout) {
   int rank, n = 0, nlocal = 0;
   MPI_Comm_rank(comm, &rank);
   if (rmaop_trace_count(ctx, &nlocal) != RMAOP_OK)
     nlocal = 0;
   char *names = site_names(ctx, comm, rank, &n);
-  double *v = calloc((size_t)n * 5 + 1, sizeof *v), *vmax = calloc((size_t)n * 5 + 1, sizeof *v);
+  double *v = calloc((size_t)n * NV + 1, sizeof *v), *vmax = calloc((size_t)n * NV + 1, sizeof *v);
   roof_site *sites = calloc((size_t)n + 1, sizeof *sites);
   rmaop_trace_site ts;
   if (!v || !vmax || !sites) {
@@ -139,21 +140,23 @@ static int gather_sites(rmaop_ctx ctx, MPI_Comm comm, const char *memory, roof_s
     const char *kind = names + (size_t)i * ENTRY_MAX, *label = kind + 16;
     if (!find_local(ctx, nlocal, label, kind, &ts))
       continue;
-    double x[5] = {(double)ts.calls, (double)ts.messages, ts.bytes_per_message, ts.time_total, ts.time_inside};
-    memcpy(&v[5 * i], x, sizeof x);
+    double x[NV] = {(double)ts.calls,  (double)ts.messages, ts.bytes_per_message,
+                    ts.time_total,     ts.time_inside,        ts.time_inside_median};
+    memcpy(&v[NV * i], x, sizeof x);
     if (rank != 0)
       continue;
     snprintf(sites[i].label, sizeof sites[i].label, "%s", label);
     snprintf(sites[i].kind, sizeof sites[i].kind, "%s", kind);
     roof_trace_path_name(ts.backend, ts.sync, ts.transport, memory, sites[i].path, sizeof sites[i].path);
   }
-  MPI_Reduce(v, vmax, n * 5, MPI_DOUBLE, MPI_MAX, 0, comm);
+  MPI_Reduce(v, vmax, n * NV, MPI_DOUBLE, MPI_MAX, 0, comm);
   for (int i = 0; rank == 0 && i < n; ++i) {
-    sites[i].calls = vmax[5 * i];
-    sites[i].messages = vmax[5 * i + 1];
-    sites[i].bytes_per_message = vmax[5 * i + 2];
-    sites[i].time_total = vmax[5 * i + 3];
-    sites[i].time_inside = vmax[5 * i + 4];
+    sites[i].calls = vmax[NV * i];
+    sites[i].messages = vmax[NV * i + 1];
+    sites[i].bytes_per_message = vmax[NV * i + 2];
+    sites[i].time_total = vmax[NV * i + 3];
+    sites[i].time_inside = vmax[NV * i + 4];
+    sites[i].inside_median = vmax[NV * i + 5];
   }
   free(names);
   free(v);

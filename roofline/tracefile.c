@@ -56,6 +56,8 @@ static const char *parse_site(const json_value *o, roof_site *s) {
     return "time_total";
   if (site_num(o, "time_inside", &s->time_inside))
     s->time_inside = 0; /* optional: trace files written before it existed */
+  if (site_num(o, "time_inside_median", &s->inside_median))
+    s->inside_median = 0; /* likewise */
   roof_trace_path_name(backend, sync, transport, "host", s->path, sizeof s->path);
   return NULL;
 }
@@ -67,6 +69,7 @@ static void merge(roof_site *into, const roof_site *s) {
   into->bytes_per_message = fmax(into->bytes_per_message, s->bytes_per_message);
   into->time_total = fmax(into->time_total, s->time_total);
   into->time_inside = fmax(into->time_inside, s->time_inside);
+  into->inside_median = fmax(into->inside_median, s->inside_median);
 }
 
 static int add_site(roof_site **sites, int *nsites, const roof_site *s) {

@@ -319,6 +319,14 @@ START_TEST(classify_synthetic_sites) {
   ck_assert_int_eq(roof_analyze(&pat, &p, 5, 0, 0, &a), 0);
   ck_assert_int_eq(a.cls, ROOF_PATHOLOGICAL);
   roof_analysis_free(&a);
+  /* the same calls whose median is at the model's time: a few preempted calls make the mean, not the class */
+  pat.time_inside = pat.time_total;
+  pat.inside_median = roof_time(f, 2, 8);
+  ck_assert_int_eq(roof_analyze(&pat, &p, 5, 0, 0, &a), 0);
+  ck_assert_int_eq(a.cls, ROOF_LATENCY);
+  ck_assert_double_eq_tol(a.per_call, roof_time(f, 2, 8), 1e-15);
+  ck_assert_double_eq_tol(a.per_call_mean, 40 * roof_time(f, 2, 8), 1e-15);
+  roof_analysis_free(&a);
   ck_assert_int_eq(roof_analyze(&red, &p, 5, 0, 0, &a), 0);
   ck_assert_double_eq_tol(a.on[0].predicted, roof_reduce_time(&p.paths[0].rfit, 16), 1e-15); /* reduce fit */
   ck_assert_double_eq_tol(a.on[1].predicted, roof_time(&p.paths[1].fit, 1, 16), 1e-15);      /* none: plan model */
@@ -697,7 +705,7 @@ START_TEST(trace_files_merge_ranks) {
   write_text(r1, "{\"rank\": 1, \"size\": 2, \"backend\": \"rma\", \"sites\": [\n"
                  "  {\"label\": \"halo\", \"kind\": \"plan\", \"backend\": \"rma\", \"transport\": \"shm\", \"sync\": "
                  "\"pscw\", \"calls\": 10, \"messages\": 2, \"bytes_per_message\": 8, \"time_total\": 3e-5, "
-                 "\"time_min\": 1e-6, \"time_max\": 1e-6}\n]}\n");
+                 "\"time_min\": 1e-6, \"time_max\": 1e-6, \"time_inside\": 2e-5, \"time_inside_median\": 1.5e-6}\n]}\n");
   roof_site *sites = NULL;
   int n = 0;
   char err[ROOF_ERR_MAX];
@@ -707,6 +715,9 @@ START_TEST(trace_files_merge_ranks) {
   ck_assert_str_eq(sites[0].path, "rma.pscw.shm");
   ck_assert_double_eq(sites[0].messages, 2); /* the slowest rank's view */
   ck_assert_double_eq(sites[0].time_total, 3e-5);
+  ck_assert_double_eq(sites[0].time_inside, 2e-5);
+  ck_assert_double_eq(sites[0].inside_median, 1.5e-6); /* rank 0's file has none (older traces): 0, then max */
+  ck_assert_double_eq(sites[1].inside_median, 0);
   ck_assert_str_eq(sites[1].kind, "reduce");
   write_text(r1, "{\"sites\": [{\"label\": \"x\", \"kind\": \"plan\"}]}");
   ck_assert_int_eq(roof_trace_read(r1, &sites, &n, err, sizeof err), -1);
