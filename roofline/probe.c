@@ -14,6 +14,8 @@
  * excluded; the repetition count adapts so each point gets ~point_ms of timed work, within [min_reps,
  * max_reps], decided from the slowest rank's warm-up so every rank runs the same count; each
  * repetition counts as its slowest rank (MPI_MAX over ranks), and the point is the median repetition.
+ * A reduction is timed as a solver's reduction site is: its time inside rmaop's calls under
+ * RMAOP_TRACE_SYNCED (reduce_run), without rmaop_allreduce's argument agreement.
  *
  * Cold points (host memory): the same epoch of one 8-byte message and the reduction of one double, timed
  * right after every rank wrote a scratch buffer of 4x the last-level cache (at most 256 MiB; 64 MiB when the
@@ -33,7 +35,9 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef rmaop_status (*roof_op)(void *arg);
+/* One timed operation. It may measure itself (*own >= 0, seconds) where the wall time would include work
+ * that its solver-side counterpart does not time; else it leaves *own negative. */
+typedef rmaop_status (*roof_op)(void *arg, double *own);
 
 typedef struct {
   rmaop_ctx ctx;
@@ -136,7 +140,8 @@ static rmaop_status epoch_setup(rmaop_ctx ctx, int n, double m, epoch_state *e) 
   return st;
 }
 
-static rmaop_status epoch_run(void *arg) {
+static rmaop_status epoch_run(void *arg, double *own) {
+  (void)own;
   epoch_state *e = arg;
   void *src = NULL, *dst = NULL;
   rmaop_status st = rmaop_vec_get_array(e->src, &src);
@@ -152,12 +157,32 @@ static rmaop_status epoch_run(void *arg) {
   return st;
 }
 
-static rmaop_status reduce_run(void *arg) {
+/* Timed as a solver's reduction site is (the trace's time inside, synchronized start): rmaop_allreduce
+ * first agrees on its arguments, a collective of its own that the solvers' rmaop_vec_mdot does not make,
+ * and the wall time would count it. */
+static rmaop_status reduce_run(void *arg, double *own) {
   reduce_state *r = arg;
-  return rmaop_allreduce(r->ctx, r->in, r->out, r->count, RMAOP_SUM, "probe.reduce"); /* host result: synchronous */
+  rmaop_trace_site site;
+  rmaop_status st = rmaop_trace_reset(r->ctx);
+  if (st == RMAOP_OK)
+    st = rmaop_trace_enable(r->ctx, RMAOP_TRACE_SYNCED);
+  if (st == RMAOP_OK) /* host result: synchronous */
+    st = rmaop_allreduce(r->ctx, r->in, r->out, r->count, RMAOP_SUM, "probe.reduce");
+  (void)rmaop_trace_enable(r->ctx, RMAOP_TRACE_OFF);
+  if (st == RMAOP_OK && rmaop_trace_get(r->ctx, 0, &site) == RMAOP_OK && strcmp(site.label, "probe.reduce") == 0)
+    *own = site.time_inside;
+  return st;
 }
 
 /* ---- timing ------------------------------------------------------------------------------------------- */
+
+/* Runs @p op once: its own time when it measures one, else the wall time. */
+static double run_timed(roof_op op, void *arg, rmaop_status *st) {
+  double own = -1, t0 = MPI_Wtime();
+  *st = op(arg, &own);
+  const double wall = MPI_Wtime() - t0;
+  return own >= 0 ? own : wall;
+}
 
 /* Median over repetitions of the slowest rank's time. Collective. Returns 0, or -1 when the operation
  * failed on some rank. */
@@ -166,9 +191,7 @@ static int time_op(roof_op op, void *arg, const roof_probe_options *o, double *m
   double warm = 0;
   for (int w = 0; w < 2 && st == RMAOP_OK; ++w) {
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    st = op(arg);
-    warm = MPI_Wtime() - t0;
+    warm = run_timed(op, arg, &st);
   }
   double v[2] = {st != RMAOP_OK, warm}, r[2];
   MPI_Allreduce(v, r, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -180,9 +203,7 @@ static int time_op(roof_op op, void *arg, const roof_probe_options *o, double *m
     return -1;
   for (int i = 0; i < reps && st == RMAOP_OK; ++i) {
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    st = op(arg);
-    t[i] = MPI_Wtime() - t0;
+    t[i] = run_timed(op, arg, &st);
   }
   t[reps] = st != RMAOP_OK; /* the failure flag travels with the times */
   MPI_Allreduce(MPI_IN_PLACE, t, reps + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -287,20 +308,16 @@ static int time_cold(roof_op op, void *arg, sweeper *sw, size_t bytes, int reps,
   const int nt = reps * (1 + ROOF_WARM_PER_COLD);
   for (int w = 0; w < 2 && st == RMAOP_OK; ++w) {
     MPI_Barrier(MPI_COMM_WORLD);
-    st = op(arg);
+    (void)run_timed(op, arg, &st);
   }
   for (int i = 0; i < reps && st == RMAOP_OK; ++i) {
     sweep(sw, bytes);
     for (int b = 0; b < ROOF_COLD_BARRIERS; ++b)
       MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    st = op(arg);
-    t[i] = MPI_Wtime() - t0;
+    t[i] = run_timed(op, arg, &st);
     for (int w = 0; w < ROOF_WARM_PER_COLD && st == RMAOP_OK; ++w) {
       MPI_Barrier(MPI_COMM_WORLD);
-      t0 = MPI_Wtime();
-      st = op(arg);
-      t[reps + i * ROOF_WARM_PER_COLD + w] = MPI_Wtime() - t0;
+      t[reps + i * ROOF_WARM_PER_COLD + w] = run_timed(op, arg, &st);
     }
   }
   t[nt] = st != RMAOP_OK;
