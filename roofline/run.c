@@ -296,6 +296,12 @@ static int run_path(const char *name, const roof_run_options *o, roof_run *r) {
     problem_bytes(&s, o, r);
   gather_sites(s.ctx, MPI_COMM_WORLD, o->memory, &r->sites, &r->nsites);
   resolve_auto(r);
+  /* A reduction belongs to the path that ran it, whatever its trace transport says: a device context's
+   * reductions run in host windows ("rma.lock.shm.device", a path no probe has), and the probe's reduction
+   * points of this path were measured the same way. */
+  for (int i = 0; i < r->nsites; ++i)
+    if (strcmp(r->sites[i].kind, "reduce") == 0)
+      snprintf(r->sites[i].path, sizeof r->sites[i].path, "%s", r->path);
   if (o->save_traces)
     save_trace(&s, o, r->path);
   close_path(&s);
