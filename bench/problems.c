@@ -107,6 +107,7 @@ rmaop_status bench_problem_create(rmaop_ctx ctx, const char *name, int64_t n, be
     return RMAOP_ERR_NOMEM;
   }
   p->storage = B;
+  p->storage_bytes = (double)n * (double)n * sizeof *B;
   const int r = ci.rank;
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < n; ++j)

@@ -8,6 +8,7 @@ typedef struct {
   rmaop_op A;
   rmaop_vec x_true, b; /* b = A x_true */
   void *storage;       /* per-problem memory (dense blocks), freed by bench_problem_free */
+  double storage_bytes; /* what the operator itself holds per rank and reads per application (0: matrix-free) */
 } bench_problem;
 
 /* Names of the problems, NULL-terminated. */

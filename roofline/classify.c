@@ -222,18 +222,19 @@ void roof_analysis_free(roof_analysis *a) {
   a->on = NULL;
 }
 
-double roof_run_predicted(const roof_run *r, int j) {
+static double predicted_sum(const roof_run *r, int j, int warm) {
   double t = 0;
   for (int i = 0; i < r->nsites; ++i)
-    t += r->an[i].calls_per_iter * r->an[i].on[j].predicted;
+    t += r->an[i].calls_per_iter * (warm ? r->an[i].on[j].predicted_warm : r->an[i].on[j].predicted);
   return t;
 }
 
+double roof_run_predicted(const roof_run *r, int j) {
+  return predicted_sum(r, j, 0);
+}
+
 double roof_run_predicted_warm(const roof_run *r, int j) {
-  double t = 0;
-  for (int i = 0; i < r->nsites; ++i)
-    t += r->an[i].calls_per_iter * r->an[i].on[j].predicted_warm;
-  return t;
+  return predicted_sum(r, j, 1);
 }
 
 int roof_run_cold_sites(const roof_run *r) {

@@ -166,7 +166,7 @@ static void table_sites(FILE *f, const roof_run *r, const roof_profile *prof) {
     if (a->reuse_bytes > 0 && a->cold_fraction > 0 && a->cold_fraction < 1)
       snprintf(regime, sizeof regime, "cold %.0f%% (%s)", 100 * a->cold_fraction, reuse);
     else if (a->reuse_bytes > 0)
-      snprintf(regime, sizeof regime, "%s (%s)", a->cold_fraction >= 1 ? "cold" : "warm", reuse);
+      snprintf(regime, sizeof regime, "%s (%s)", a->regime ? a->regime : "warm", reuse);
     else
       snprintf(regime, sizeof regime, "%s", a->regime ? a->regime : "warm");
     fprintf(f, "%-18.18s %-6s %4.0f %10s %8.2f %10.2f %10.4g %10s %10s %6.2f %-20s %s%s\n", s->label, s->kind,

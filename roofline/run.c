@@ -206,15 +206,14 @@ static rmaop_status solve(solve_state *s, int niter, rmaop_solver_info *info) {
 }
 
 /* What one rank streams per CGLS iteration on this problem (roof_cgls_bytes) and the distinct bytes it
- * touches (roof_cgls_footprint), from its vectors' local lengths and the operator's own storage where it has
- * one: bdiag and vstack hold a dense n x n block per rank (bench/problems.c); the stencils (deriv1d, lap2d,
- * derivspd) are matrix-free. The largest rank's. Collective. */
-static void problem_bytes(const solve_state *s, const roof_run_options *o, roof_run *r) {
+ * touches (roof_cgls_footprint), from its vectors' local lengths and the operator's own storage
+ * (bench_problem.storage_bytes: bdiag's and vstack's dense block; the stencils are matrix-free). The largest
+ * rank's. Collective. */
+static void problem_bytes(const solve_state *s, roof_run *r) {
   rmaop_vec_info mi, di;
   double b[2] = {0, 0};
   if (rmaop_vec_get_info(s->prob.x_true, &mi) == RMAOP_OK && rmaop_vec_get_info(s->prob.b, &di) == RMAOP_OK) {
-    const int dense = strcmp(o->problem, "bdiag") == 0 || strcmp(o->problem, "vstack") == 0;
-    const double elem = (double)rmaop_dtype_size(mi.dtype), nn = (double)o->n, op = dense ? elem * nn * nn : 0;
+    const double elem = (double)rmaop_dtype_size(mi.dtype), op = s->prob.storage_bytes;
     b[0] = roof_cgls_bytes((double)mi.local_n, (double)di.local_n, elem, op);
     b[1] = roof_cgls_footprint((double)mi.local_n, (double)di.local_n, elem, op);
   }
@@ -293,7 +292,7 @@ static int run_path(const char *name, const roof_run_options *o, roof_run *r) {
   r->time_comm = t[1] * synced_iterations / (iterations > 0 ? iterations : 1);
   /* device memory: the vectors do not pass the host caches, so the solver evicts nothing there */
   if (strcmp(o->memory, "host") == 0)
-    problem_bytes(&s, o, r);
+    problem_bytes(&s, r);
   gather_sites(s.ctx, MPI_COMM_WORLD, o->memory, &r->sites, &r->nsites);
   resolve_auto(r);
   /* A reduction belongs to the path that ran it, whatever its trace transport says: a device context's
