@@ -69,17 +69,17 @@ START_TEST(test_plan_site) {
   RT_CHECK(s.time_min >= 0 && s.time_min <= s.time_max && s.time_max <= s.time_total && s.time_total > 0,
            "times min %g max %g total %g", s.time_min, s.time_max, s.time_total);
   RT_CHECK(s.time_inside > 0 && s.time_inside <= s.time_total, "time inside %g, total %g", s.time_inside, s.time_total);
-  /* the split form counts too; a plan without a label is the site "plan". Work between begin and end (20 ms
+  /* the split form counts too; a plan without a label is the site "plan". Work between begin and end (50 ms
    * here, on every rank) belongs to the span, not to the time inside rmaop's calls. The margin allows for
    * ranks that the scheduler starts late on an oversubscribed machine. */
   const double total0 = s.time_total, inside0 = s.time_inside;
   RT_OK(rmaop_plan_begin(plan, src, dst, RMAOP_ADD));
-  for (const double t0 = MPI_Wtime(); MPI_Wtime() - t0 < 20e-3;) {
+  for (const double t0 = MPI_Wtime(); MPI_Wtime() - t0 < 50e-3;) {
   }
   RT_OK(rmaop_plan_end(plan));
   RT_OK(rmaop_trace_get(ctx, at, &s));
   RT_CHECK(s.calls == 4, "calls %llu after begin/end, want 4", (unsigned long long)s.calls);
-  RT_CHECK(s.time_total - total0 >= 20e-3 && (s.time_inside - inside0) < 0.5 * (s.time_total - total0),
+  RT_CHECK(s.time_total - total0 >= 50e-3 && (s.time_inside - inside0) < 0.5 * (s.time_total - total0),
            "overlapped work: span grew %g s, time inside grew %g s", s.time_total - total0, s.time_inside - inside0);
   rmaop_plan anon = ring_plan(NULL);
   RT_OK(rmaop_plan_execute(anon, src, dst, RMAOP_INSERT));
@@ -149,13 +149,14 @@ START_TEST(test_off_records_nothing) {
 }
 END_TEST
 
-/* Inside-time of one ring execution where rank 0 arrives 30 ms late, as the slowest rank sees it. */
+/* Inside-time of one ring execution where rank 0 arrives 100 ms late, as the slowest rank sees it (long
+ * enough that a loaded, oversubscribed machine's scheduling, ~10-20 ms, cannot blur the checks). */
 static double late_peer_inside(rmaop_plan plan, int mode) {
   RT_OK(rmaop_trace_reset(ctx));
   RT_OK(rmaop_trace_enable(ctx, mode));
   double src[K] = {1, 2, 3}, dst[K], inside = 0, worst = 0;
   if (rt_rank == 0)
-    for (const double t0 = MPI_Wtime(); MPI_Wtime() - t0 < 30e-3;) {
+    for (const double t0 = MPI_Wtime(); MPI_Wtime() - t0 < 100e-3;) {
     }
   RT_OK(rmaop_plan_execute(plan, src, dst, RMAOP_INSERT));
   rmaop_trace_site s;
@@ -170,8 +171,8 @@ static double late_peer_inside(rmaop_plan plan, int mode) {
 START_TEST(test_synced_excludes_late_peer) {
   rmaop_plan plan = ring_plan("late");
   double plain = late_peer_inside(plan, RMAOP_TRACE_ON), synced = late_peer_inside(plan, RMAOP_TRACE_SYNCED);
-  RT_CHECK(rt_size == 1 || plain >= 25e-3, "plain tracing: slowest rank's time inside %g s, want >= 25 ms", plain);
-  RT_CHECK(synced > 0 && synced < 15e-3, "synced tracing: time inside %g s, want > 0 and < 15 ms", synced);
+  RT_CHECK(rt_size == 1 || plain >= 60e-3, "plain tracing: slowest rank's time inside %g s, want >= 60 ms", plain);
+  RT_CHECK(synced > 0 && synced < 30e-3, "synced tracing: time inside %g s, want > 0 and < 30 ms", synced);
   rmaop_plan_destroy(&plan);
   RT_EXPECT(rmaop_trace_enable(ctx, 3), RT_BIT(RMAOP_ERR_ARG));
   RT_MESSAGE_HAS("RMAOP_TRACE_SYNCED");
@@ -180,7 +181,7 @@ START_TEST(test_synced_excludes_late_peer) {
 END_TEST
 
 /* The same for a peer that works long between its begin and end (overlapped work): synchronized tracing
- * meets the ranks again before the end, so the slowest rank's end does not count rank 0's 30 ms. On paths
+ * meets the ranks again before the end, so the slowest rank's end does not count rank 0's 100 ms. On paths
  * whose end waits for the peer (fence, pscw) plain tracing would count it; the check is on synced. */
 START_TEST(test_synced_excludes_late_end) {
   rmaop_plan plan = ring_plan("late_end");
@@ -189,14 +190,14 @@ START_TEST(test_synced_excludes_late_end) {
   double src[K] = {1, 2, 3}, dst[K] = {0}, inside = 0, worst = 0;
   RT_OK(rmaop_plan_begin(plan, src, dst, RMAOP_INSERT));
   if (rt_rank == 0)
-    for (const double t0 = MPI_Wtime(); MPI_Wtime() - t0 < 30e-3;) {
+    for (const double t0 = MPI_Wtime(); MPI_Wtime() - t0 < 100e-3;) {
     }
   RT_OK(rmaop_plan_end(plan));
   rmaop_trace_site s;
   if (find_site("late_end", "plan", &s) >= 0)
     inside = s.time_inside;
   MPI_Allreduce(&inside, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  RT_CHECK(worst > 0 && worst < 15e-3, "synced tracing: time inside %g s with a peer late to its end, want < 15 ms",
+  RT_CHECK(worst > 0 && worst < 30e-3, "synced tracing: time inside %g s with a peer late to its end, want < 30 ms",
            worst);
   for (int i = 0; i < K; ++i) /* the ring: each rank receives its left neighbour's source */
     RT_CHECK(dst[i] == src[i], "dst[%d] = %g after the traced exchange, want %g", i, dst[i], src[i]);
@@ -225,9 +226,9 @@ START_TEST(test_median_ignores_one_slow_call) {
            s.time_inside_median, s.time_inside);
   double mine[2] = {s.time_inside, s.time_inside_median}, worst[2];
   MPI_Allreduce(mine, worst, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  RT_CHECK(rt_size == 1 || (worst[0] >= 50e-3 && worst[1] < 10e-3),
+  RT_CHECK(rt_size == 1 || (worst[0] >= 50e-3 && worst[1] < 30e-3),
            "one call waiting 100 ms for rank 0: slowest rank's total inside %g s (want >= 50 ms), median %g s "
-           "(want < 10 ms)",
+           "(want < 30 ms)",
            worst[0], worst[1]);
 }
 END_TEST
