@@ -154,7 +154,7 @@ static rmaop_status flags_end(rmaop_win w) {
     const int o = w->origins[i];
     RMAOP_CHECK(wait_slot(w, o, w->size + o, w->in_epochs[o], "done", &deadline));
   }
-  RMAOP_CHECK(step_done(w, 0));
+  RMAOP_CHECK(step_done(w, w->fuse_unpack));
   /* The flags were read with acquire semantics; MPI_Win_sync makes the payload stores of the
    * origins visible to this process's loads in MPI's terms too (§11.5.4). */
   if (w->norigins > 0 && w->win != MPI_WIN_NULL) /* GPU windows: stream order, no MPI window */

@@ -88,6 +88,9 @@ struct rmaop_win_s {
 
   /* Epochs are the flag handshake of epoch.c (lock; every mode on a GPU window). */
   int flag_sync;
+  /* Set by a plan's end around rma__epoch_end on a GPU window: the end's waits stay pending, so that the
+   * unpack (rma__ipc_local_copy) and the "ready" flags join them in one kernel on the ipc kernel path. */
+  int fuse_unpack;
 
   /* Control area of the flag handshake: int64 slots. Slot r: "ready", written by target r (its
    * memory may take my next epoch). Slot size + r: "done", written by origin r (its puts of the
@@ -155,9 +158,13 @@ rmaop_status rma__ipc_host_sync(rmaop_win w);
 
 /* Ends an epoch step of a GPU window (epoch.c, after begin, origin done and end): launches the kernel
  * holding the step's small puts, flag writes and flag waits (ipc_batch.h), and reports a GPU-side
- * wait that timed out earlier. `may_defer` (begin): a step of nothing but waits for "ready" stays
- * pending and runs first in the kernel of the next step. Nothing to do on other windows. */
+ * wait that timed out earlier. `may_defer` (begin, and a plan's end with fuse_unpack): a step of nothing
+ * but waits stays pending and runs first in the kernel of the next step. Nothing to do on other windows. */
 rmaop_status rma__ipc_submit(rmaop_win w, int may_defer);
+/* A copy within this rank's GPU memory (a plan's unpack) joins the pending batch, after its waits and
+ * before its flag writes, when the kernel path can take it (*taken = 1); else the pending batch is
+ * launched (*taken = 0) so that the caller's own copy comes after it on the stream. */
+rmaop_status rma__ipc_local_copy(rmaop_win w, void *dst, const void *src, size_t bytes, int *taken);
 
 /* Puts without argument checks: the caller (a plan, a reduction) validated its pattern once. */
 static inline rmaop_status rma__put(rmaop_win w, const void *origin, size_t bytes, int target, size_t disp) {

@@ -157,6 +157,28 @@ rmaop_status rma__ipc_submit(rmaop_win w, int may_defer) {
   return RMAOP_OK;
 }
 
+/* A copy inside this rank's GPU memory (a plan's unpack) as an entry of the pending batch: it then runs
+ * after the batch's waits (the end's "done" spins, held as pre-waits) and before its flag writes (the
+ * "ready" that follows), so a plan's end is one kernel instead of a wait kernel, one copy kernel per
+ * transfer and a flag kernel. Only on the kernel path, device memory at both ends, at most
+ * RMAOP_IPC_STORE_MAX bytes and while the batch has no writes or waits yet (copies come first in it).
+ * Otherwise *taken = 0, and the pending batch is launched so that the caller's own copy follows it. */
+rmaop_status rma__ipc_local_copy(rmaop_win w, void *dst, const void *src, size_t bytes, int *taken) {
+  ipc_state *s = w->ipc;
+  rma_ipc_batch *b = s ? &s->batch : NULL;
+  *taken = 0;
+  if (!b)
+    return RMAOP_OK;
+  if (s->kernel && bytes <= w->ctx->ipc_store_max && b->nwrite + b->nwait == 0 && b->ncopy < RMA_IPC_BATCH_MAX &&
+      b->copy_bytes + bytes <= RMA_IPC_BATCH_BYTES && rmaop__dev_is_device_ptr(dst) && rmaop__dev_is_device_ptr(src)) {
+    b->copy[b->ncopy++] = (rma_ipc_copy){dst, src, (uint64_t)bytes};
+    b->copy_bytes += bytes;
+    *taken = 1;
+    return RMAOP_OK;
+  }
+  return launch_batch(w);
+}
+
 /* ---- the transport ---- */
 
 /* cudaMemcpy with overlapping ranges is undefined: a put to the own rank must not take its origin
@@ -432,6 +454,10 @@ rmaop_status rma__ipc_host_sync(rmaop_win w) {
   return RMAOP_OK;
 }
 rmaop_status rma__ipc_submit(rmaop_win w, int may_defer) {
+  return RMAOP_OK;
+}
+rmaop_status rma__ipc_local_copy(rmaop_win w, void *dst, const void *src, size_t bytes, int *taken) {
+  *taken = 0;
   return RMAOP_OK;
 }
 

@@ -404,6 +404,11 @@ rmaop_status rmaop_plan_execute(rmaop_plan plan, const void *src, void *dst, rma
 
 /* dst (=|+=) src for one transfer, in the plan's memory kind. */
 static rmaop_status apply_one(rmaop_plan plan, void *dst, const void *src, int64_t count, rmaop_mode mode) {
+  if (plan->unpack_hook) {
+    int taken = 0;
+    RMAOP_CHECK(plan->unpack_hook(plan, dst, src, (size_t)count * plan->esize, mode, &taken));
+    if (taken) return RMAOP_OK;
+  }
 #ifdef RMAOP_HAVE_CUDA
   if (plan->ctx->memory == RMAOP_MEMORY_DEVICE) return rmaop__dev_apply(plan->ctx, plan->dtype, dst, src, count, mode);
 #endif

@@ -238,6 +238,11 @@ struct rmaop_plan_s {
   rmaop_mode cur_mode;
   double t_begin;
   double t_inside;           /* seconds spent inside rmaop_plan_begin of the current execution */
+  /* A backend that can apply some of an unpack's transfers itself sets this around rmaop__plan_unpack:
+   * dst (=|+=) src, `bytes` long; *taken = 0 leaves the transfer to the core (rma over ipc: copies into
+   * its epoch kernel). NULL: the core applies every transfer. */
+  rmaop_status (*unpack_hook)(rmaop_plan plan, void *dst, const void *src, size_t bytes, rmaop_mode mode,
+                              int *taken);
 
   /* Device memory. dev_native: set by the backend's plan_setup when it reads device src and writes a
    * device staging itself (nccl, rma over ipc, CUDA-aware MPI); otherwise the core stages through host
