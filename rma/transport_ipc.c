@@ -22,9 +22,10 @@
  * step's flags are stream memops, whose implicit fence orders them after the copy. The default (auto)
  * is the copy path above: the kernel path has not been faster in any measurement yet (one H100, two
  * ranks under MPS: 8 B epoch 16.4 us against 14.2 us, CGLS deriv1d 2^20 195.6 against 183.8 us/it;
- * without MPS kernels of two processes time-slice: ~300 us per epoch); docs/PERFORMANCE.md. What should
- * make it pay is fusing the stores and flags into the kernel that produces the data, and the wait into
- * the plan's unpack kernel (ARCHITECTURE.md).
+ * without MPS kernels of two processes time-slice: ~300 us per epoch); docs/PERFORMANCE.md. A plan's end
+ * is one kernel on this path (waits, the unpack's copies through rma__ipc_local_copy, the "ready" flags),
+ * which brought it to parity with the copy path there, not below; the stores and flags inside the kernel
+ * that produces the data are not built (ARCHITECTURE.md).
  *
  * epoch.c runs every sync mode of a GPU window as its flag handshake (the mapping is written there).
  * Timeouts: a kernel wait gives up after the context's timeout (GPU global timer) and records which
