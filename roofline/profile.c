@@ -387,13 +387,20 @@ static int read_cold_point(reader *r, const json_value *o, const char *key, roof
   return 0;
 }
 
+/* An optional member: *out is NULL when absent or null, the object otherwise; anything else is an error. */
+static int optional_object(reader *r, const json_value *parent, const char *key, const json_value **out) {
+  const json_value *o = json_get(parent, key);
+  *out = o && o->type != JSON_NULL ? o : NULL;
+  return *out && o->type != JSON_OBJECT ? bad(r, key, "not an object") : 0;
+}
+
 /* Optional (older probes did not measure it): absent leaves the path without a cold penalty. */
 static int read_cold(reader *r, const json_value *path, roof_cold *c) {
-  const json_value *o = json_get(path, "cold");
-  if (!o || o->type == JSON_NULL)
+  const json_value *o;
+  if (optional_object(r, path, "cold", &o))
+    return -1;
+  if (!o)
     return 0;
-  if (o->type != JSON_OBJECT)
-    return bad(r, "cold", "not an object");
   size_t len = strlen(r->where);
   strncat(r->where, ".cold", sizeof r->where - len - 1);
   int st = get_nonneg(r, o, "sweep_bytes", &c->sweep_bytes, 0);
@@ -428,11 +435,11 @@ static int read_curve(reader *r, const json_value *o, roof_cache *c) {
 
 /* Optional, like a path's "cold": without it every site is predicted warm. */
 static int read_cache(reader *r, const json_value *root, roof_cache *c) {
-  const json_value *o = json_get(root, "cache");
-  if (!o || o->type == JSON_NULL)
+  const json_value *o;
+  if (optional_object(r, root, "cache", &o))
+    return -1;
+  if (!o)
     return 0;
-  if (o->type != JSON_OBJECT)
-    return bad(r, "cache", "not an object");
   snprintf(r->where, sizeof r->where, "cache");
   int st = get_nonneg(r, o, "llc_bytes", &c->llc_bytes, 0) ||
            get_str(r, o, "llc_source", c->llc_source, sizeof c->llc_source) ||
@@ -458,13 +465,9 @@ static int read_path(reader *r, const json_value *o, roof_path *p) {
     return bad(r, "name", why);
   if (read_fit(r, json_get(o, "fit"), &p->fit) || read_points(r, o, p))
     return -1;
-  const json_value *red = json_get(o, "reduce");
-  if (red && red->type != JSON_NULL) {
-    if (red->type != JSON_OBJECT)
-      return bad(r, "reduce", "not an object");
-    if (read_reduce(r, red, p))
-      return -1;
-  }
+  const json_value *red;
+  if (optional_object(r, o, "reduce", &red) || (red && read_reduce(r, red, p)))
+    return -1;
   return read_cold(r, o, &p->cold);
 }
 
