@@ -161,7 +161,7 @@ rmaop_status rma__ipc_host_sync(rmaop_win w);
  * wait that timed out earlier. `may_defer` (begin, and a plan's end with fuse_unpack): a step of nothing
  * but waits stays pending and runs first in the kernel of the next step. Nothing to do on other windows. */
 rmaop_status rma__ipc_submit(rmaop_win w, int may_defer);
-/* A copy within this rank's GPU memory (a plan's unpack) joins the pending batch, after its waits and
+/* A copy within this rank's GPU memory (a plan's unpack; both ends device memory) joins the pending batch, after its waits and
  * before its flag writes, when the kernel path can take it (*taken = 1); else the pending batch is
  * launched (*taken = 0) so that the caller's own copy comes after it on the stream. */
 rmaop_status rma__ipc_local_copy(rmaop_win w, void *dst, const void *src, size_t bytes, int *taken);

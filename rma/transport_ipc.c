@@ -161,8 +161,10 @@ rmaop_status rma__ipc_submit(rmaop_win w, int may_defer) {
 /* A copy inside this rank's GPU memory (a plan's unpack) as an entry of the pending batch: it then runs
  * after the batch's waits (the end's "done" spins, held as pre-waits) and before its flag writes (the
  * "ready" that follows), so a plan's end is one kernel instead of a wait kernel, one copy kernel per
- * transfer and a flag kernel. Only on the kernel path, device memory at both ends, at most
- * RMAOP_IPC_STORE_MAX bytes and while the batch has no writes or waits yet (copies come first in it).
+ * transfer and a flag kernel. Only on the kernel path, at most RMAOP_IPC_STORE_MAX bytes and while the
+ * batch has no writes or waits yet (copies come first in it). Both ends are device memory by contract (a
+ * plan's buffers are in its context's memory kind; the staging is this window's), so unlike a put's origin
+ * they are not looked up on this per-epoch path: the core's copy kernel would read them the same way.
  * Otherwise *taken = 0, and the pending batch is launched so that the caller's own copy follows it. */
 rmaop_status rma__ipc_local_copy(rmaop_win w, void *dst, const void *src, size_t bytes, int *taken) {
   ipc_state *s = w->ipc;
@@ -171,7 +173,7 @@ rmaop_status rma__ipc_local_copy(rmaop_win w, void *dst, const void *src, size_t
   if (!b)
     return RMAOP_OK;
   if (s->kernel && bytes <= w->ctx->ipc_store_max && b->nwrite + b->nwait == 0 && b->ncopy < RMA_IPC_BATCH_MAX &&
-      b->copy_bytes + bytes <= RMA_IPC_BATCH_BYTES && rmaop__dev_is_device_ptr(dst) && rmaop__dev_is_device_ptr(src)) {
+      b->copy_bytes + bytes <= RMA_IPC_BATCH_BYTES) {
     b->copy[b->ncopy++] = (rma_ipc_copy){dst, src, (uint64_t)bytes};
     b->copy_bytes += bytes;
     *taken = 1;
