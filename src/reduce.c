@@ -124,7 +124,8 @@ rmaop_status rmaop_request_wait(rmaop_request *preq) {
   rmaop_request r = *preq;
   rmaop_ctx ctx = r->ctx;
   rmaop_status st = RMAOP_OK;
-  if (ctx->trace_on && (r->started || r->deferred)) rmaop__trace_sync_start(ctx); /* as in rmaop_plan_end */
+  /* As in rmaop_plan_end; a deferred reduction was synchronized by its start, just before. */
+  if (ctx->trace_on && r->started) rmaop__trace_sync_start(ctx);
   const double t0 = rmaop__wtime();
   if (r->deferred) st = ctx->backend->reduce(ctx, r->in, r->out, r->count, r->op);
   else if (r->started) st = ctx->backend->reduce_end(ctx, r->backend_req);
