@@ -17,9 +17,12 @@
  *                  rmaop_win_epoch_begin(1 target) + rmaop_win_put + rmaop_win_epoch_end, rank 1
  *                  rmaop_win_epoch_begin(1 origin) + rmaop_win_epoch_end. GB/s = bytes / median epoch time.
  *                  Latency: half of an 8 B ping-pong of two epochs (0 puts to 1, then 1 puts to 0).
+ *                  Every public epoch end synchronizes the host (the API promises host visibility).
  *   rmaop plan     on the same context: rmaop_plan_create with one transfer of m bytes to the peer on each
  *                  rank (a symmetric exchange, the halo path); rmaop_plan_begin + rmaop_plan_end +
  *                  cudaDeviceSynchronize timed. GB/s = bytes each rank sends / median time.
+ *                  Latency also as NCCL's is measured: two one-way 8 B plans (0 -> 1, then 1 forwards what
+ *                  it got back to 0), stream-ordered, one cudaDeviceSynchronize per round trip; half of it.
  *   --ipc-path       the ipc transport's path for the two rmaop columns (auto | copy | kernel; default auto).
  *                  The 8 B latencies of rmaop are also measured on the other path (copy <-> kernel) in the
  *                  same run, on a second context and window, so the two are compared side by side.
@@ -68,6 +71,7 @@ static rmaop_ctx ctx;
 static rmaop_win win;
 static void *wbase;
 static rmaop_plan plan;
+static rmaop_plan ping, pong; /* 8 B, rank 0 -> 1 and rank 1 -> 0: the stream-ordered ping-pong */
 static int cur_batch = 1;
 #ifdef RMAOP_BENCH_HAVE_NCCL
 static ncclComm_t nccl;
@@ -191,6 +195,18 @@ static int op_plan(size_t m) {
   return 0;
 }
 
+/* One 8 B round trip as two one-way plans, stream-ordered (rank 1 forwards what it received), then one
+ * stream synchronize: the structure of NCCL's ping-pong above (no host synchronization between the halves). */
+static int op_plan_pingpong(size_t m) {
+  (void)m;
+  RM(rmaop_plan_begin(ping, sbuf, rbuf, RMAOP_INSERT));
+  RM(rmaop_plan_end(ping));
+  RM(rmaop_plan_begin(pong, rank == 1 ? rbuf : sbuf, rank == 1 ? sbuf : rbuf, RMAOP_INSERT));
+  RM(rmaop_plan_end(pong));
+  CU(cudaDeviceSynchronize());
+  return 0;
+}
+
 /* warmup + reps repetitions of op; *med = median over repetitions of the slowest rank's time.
  * Returns 1 (on both ranks) when op failed anywhere, with rank 0's message in why. */
 static int measure(int (*op)(size_t), size_t m, int warmup, int reps, double *med, char *why) {
@@ -211,6 +227,45 @@ static int measure(int (*op)(size_t), size_t m, int warmup, int reps, double *me
   free(t);
   free(tmax);
   return failed;
+}
+
+/* The stream-ordered 8 B plan ping-pong on the current context: creates the two one-way plans, measures
+ * (half a round trip in *half), checks that rank 0 got its own 8 bytes back, frees the plans. 0 on success
+ * (both ranks agree). */
+static int plan_pingpong_latency(int lat_reps, double *half, char *why) {
+  rmaop_transfer tr = {peer, 0, 0, 1};
+  rmaop_plan_spec spec = {.dtype = RMAOP_F64, .src_len = 1, .dst_len = 1, .sends = &tr, .nrecvs = -1};
+  int f = 0;
+  spec.nsends = rank == 0, spec.label = "p2p.ping";
+  if (rmaop_plan_create(ctx, &spec, &ping) != RMAOP_OK) {
+    snprintf(err, sizeof err, "rmaop_plan_create(8 B, 0 -> 1): %s", rmaop_ctx_last_error(ctx));
+    ping = NULL;
+    f = 1;
+  }
+  spec.nsends = rank == 1, spec.label = "p2p.pong";
+  if (!f && rmaop_plan_create(ctx, &spec, &pong) != RMAOP_OK) {
+    snprintf(err, sizeof err, "rmaop_plan_create(8 B, 1 -> 0): %s", rmaop_ctx_last_error(ctx));
+    pong = NULL;
+    f = 1;
+  }
+  const double pat = 1234.5 + rank;
+  if (!f && rank == 0 && (cudaMemcpy(sbuf, &pat, 8, cudaMemcpyHostToDevice) != cudaSuccess ||
+                          cudaMemset(rbuf, 0, 8) != cudaSuccess)) {
+    snprintf(err, sizeof err, "setting the ping-pong's 8 bytes: %s", cudaGetErrorString(cudaGetLastError()));
+    f = 1;
+  }
+  f = agree(f, why);
+  if (!f) f = measure(op_plan_pingpong, 8, 20, lat_reps, half, why);
+  if (!f) {
+    double back = 0;
+    int bad = rank == 0 && (cudaMemcpy(&back, rbuf, 8, cudaMemcpyDeviceToHost) != cudaSuccess || back != pat);
+    if (bad) snprintf(err, sizeof err, "plan ping-pong: rank 0 got %g back, sent %g", back, pat);
+    f = agree(bad, why);
+  }
+  *half *= 0.5;
+  if (ping) rmaop_plan_destroy(&ping);
+  if (pong) rmaop_plan_destroy(&pong);
+  return f;
 }
 
 /* The destination rank 1 reads for path p. */
@@ -279,9 +334,10 @@ static int open_rmaop(const char *sync, const char *ipc_path) {
   return 0;
 }
 
-/* The 8 B epoch half ping-pong and plan exchange on another ipc path, on a context and window of its own
- * (the main ones are set aside meanwhile). 0 on success (both ranks agree), with the times in out[2]. */
-static int other_path_latency(const char *sync, const char *ipc_path, int lat_reps, double out[2], char *why) {
+/* The 8 B epoch half ping-pong, plan exchange and plan half ping-pong on another ipc path, on a context and
+ * window of its own (the main ones are set aside meanwhile). 0 on success (both ranks agree), with the times
+ * in out[3]. */
+static int other_path_latency(const char *sync, const char *ipc_path, int lat_reps, double out[3], char *why) {
   rmaop_ctx ctx0 = ctx;
   rmaop_win win0 = win;
   void *wbase0 = wbase;
@@ -304,6 +360,7 @@ static int other_path_latency(const char *sync, const char *ipc_path, int lat_re
   if (!f) f = measure(op_plan, 8, 20, lat_reps, &out[1], why);
   out[0] *= 0.5;
   if (plan) rmaop_plan_destroy(&plan);
+  if (!f) f = plan_pingpong_latency(lat_reps, &out[2], why);
   if (win) rmaop_win_free(&win);
   if (ctx) rmaop_ctx_destroy(&ctx);
   ctx = ctx0;
@@ -534,10 +591,13 @@ int main(int argc, char **argv) {
     if (measure(op_put_pingpong, 8, 20, lat_reps, &lat[PUT], col[PUT].why)) col[PUT].alive = 0, lat[PUT] = 0;
     else lat[PUT] *= 0.5;
   }
+  double plan_pp = 0; /* the stream-ordered plan ping-pong, half a round trip */
+  char plan_pp_why[ERRLEN] = "";
+  if (col[PLAN].alive && plan_pingpong_latency(lat_reps, &plan_pp, plan_pp_why)) plan_pp = 0;
 
   /* the other ipc path's 8 B latencies, same run */
   const char *other = strcmp(ipc_path, "kernel") == 0 ? "copy" : "kernel";
-  double other_lat[2] = {0, 0};
+  double other_lat[3] = {0, 0, 0};
   char other_why[ERRLEN] = "";
   const int other_ok = col[PUT].alive && !other_path_latency(sync, other, lat_reps, other_lat, other_why);
 
@@ -546,6 +606,7 @@ int main(int argc, char **argv) {
   const int have_bw_ratio = col[PUT].ran[last] && col[RAW].ran[last] && col[RAW].bw[last] > 0;
   const double bw_ratio = have_bw_ratio ? col[PUT].bw[last] / col[RAW].bw[last] : 0;
   const int have_lat_ratio = lat[PUT] > 0 && lat[NCCLP] > 0;
+  const int have_pp_ratio = plan_pp > 0 && lat[NCCLP] > 0;
   if (rank == 0) {
     char big[32];
     fmt_size(sizes[last], big, sizeof big);
@@ -575,11 +636,13 @@ int main(int argc, char **argv) {
     printf("  NCCL send/recv, half ping-pong round trip:                %s%.2f us\n", lat[NCCLP] > 0 ? "" : "n/a ", 1e6 * lat[NCCLP]);
     printf("  rmaop epoch (begin + put + end), half ping-pong:          %s%.2f us\n", lat[PUT] > 0 ? "" : "n/a ", 1e6 * lat[PUT]);
     printf("  rmaop plan, one 8 B symmetric exchange (not a ping-pong): %s%.2f us\n", lat[PLAN] > 0 ? "" : "n/a ", 1e6 * lat[PLAN]);
+    printf("  rmaop plan epochs, half ping-pong, one sync per round trip: %s%.2f us%s%s%s\n", plan_pp > 0 ? "" : "n/a ",
+           1e6 * plan_pp, plan_pp_why[0] ? " (" : "", plan_pp_why, plan_pp_why[0] ? ")" : "");
     if (other_ok)
-      printf("  the same two on the ipc %s path (RMAOP_IPC_PATH=%s; above: %s): epoch %.2f us, plan %.2f us\n", other,
-             other, ipc_path, 1e6 * other_lat[0], 1e6 * other_lat[1]);
+      printf("  the same three on the ipc %s path (RMAOP_IPC_PATH=%s; above: %s): epoch %.2f us, plan %.2f us, plan "
+             "ping-pong %.2f us\n", other, other, ipc_path, 1e6 * other_lat[0], 1e6 * other_lat[1], 1e6 * other_lat[2]);
     else
-      printf("  the same two on the ipc %s path: n/a (%s)\n", other, other_why[0] ? other_why : "the put path did not run");
+      printf("  the same three on the ipc %s path: n/a (%s)\n", other, other_why[0] ? other_why : "the put path did not run");
     printf("acceptance:\n");
     if (have_bw_ratio)
       printf("  rmaop put bandwidth at %s / raw IPC copy bandwidth = %.3f / %.3f GB/s = %.3f (target >= 0.90): %s\n", big,
@@ -594,6 +657,12 @@ int main(int argc, char **argv) {
              1e6 * lat[NCCLP], lat[PUT] / lat[NCCLP], lat[PUT] < lat[NCCLP] ? "MET" : "NOT MET");
     else
       printf("  rmaop 8 B epoch latency vs NCCL 8 B latency: n/a (a path did not run)\n");
+    if (have_pp_ratio)
+      printf("  rmaop 8 B plan-epoch half ping-pong %.2f us vs NCCL %.2f us (same structure: stream-ordered, one "
+             "synchronize per round trip) = %.3f (target: lower): %s\n", 1e6 * plan_pp, 1e6 * lat[NCCLP],
+             plan_pp / lat[NCCLP], plan_pp < lat[NCCLP] ? "MET" : "NOT MET");
+    else
+      printf("  rmaop 8 B plan-epoch half ping-pong vs NCCL: n/a (a path did not run)\n");
     if (json) {
       FILE *f = fopen(json, "w");
       if (!f) fprintf(stderr, "rmaop-p2p-bench: cannot write %s\n", json);
@@ -624,10 +693,12 @@ int main(int argc, char **argv) {
           fprintf(f, "]}");
         }
         fprintf(f, "},\n \"latency_8B_seconds\": {\"raw_copy_sync\": %.9g, \"nccl_half_pingpong\": %.9g, "
-                   "\"rmaop_epoch_half_pingpong\": %.9g, \"rmaop_plan_exchange\": %.9g, \"ipc_path\": \"%s\", "
-                   "\"other_ipc_path\": \"%s\", \"other_epoch_half_pingpong\": %.9g, \"other_plan_exchange\": %.9g},\n",
-                lat[RAW], lat[NCCLP], lat[PUT], lat[PLAN], ipc_path, other, other_ok ? other_lat[0] : 0.0,
-                other_ok ? other_lat[1] : 0.0);
+                   "\"rmaop_epoch_half_pingpong\": %.9g, \"rmaop_plan_exchange\": %.9g, "
+                   "\"rmaop_plan_half_pingpong\": %.9g, \"ipc_path\": \"%s\", \"other_ipc_path\": \"%s\", "
+                   "\"other_epoch_half_pingpong\": %.9g, \"other_plan_exchange\": %.9g, "
+                   "\"other_plan_half_pingpong\": %.9g},\n",
+                lat[RAW], lat[NCCLP], lat[PUT], lat[PLAN], plan_pp, ipc_path, other, other_ok ? other_lat[0] : 0.0,
+                other_ok ? other_lat[1] : 0.0, other_ok ? other_lat[2] : 0.0);
         fprintf(f, " \"acceptance\": {\"put_over_raw_bw_at_max\": ");
         if (have_bw_ratio) fprintf(f, "%.6g, \"put_over_raw_bw_met\": %s", bw_ratio, bw_ratio >= 0.90 ? "true" : "false");
         else fprintf(f, "null, \"put_over_raw_bw_met\": null");
@@ -637,6 +708,9 @@ int main(int argc, char **argv) {
         fprintf(f, ", \"epoch_over_nccl_latency\": ");
         if (have_lat_ratio) fprintf(f, "%.6g, \"epoch_latency_lower\": %s", lat[PUT] / lat[NCCLP], lat[PUT] < lat[NCCLP] ? "true" : "false");
         else fprintf(f, "null, \"epoch_latency_lower\": null");
+        fprintf(f, ", \"plan_pingpong_over_nccl_latency\": ");
+        if (have_pp_ratio) fprintf(f, "%.6g, \"plan_pingpong_latency_lower\": %s", plan_pp / lat[NCCLP], plan_pp < lat[NCCLP] ? "true" : "false");
+        else fprintf(f, "null, \"plan_pingpong_latency_lower\": null");
         fprintf(f, "}}\n");
         fclose(f);
       }
