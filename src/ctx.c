@@ -177,6 +177,7 @@ void rmaop_ctx_destroy(rmaop_ctx *pctx) {
   rmaop_ctx ctx = *pctx;
   const char *file = getenv("RMAOP_TRACE_FILE");
   if (ctx->trace_on && file && *file) rmaop_trace_write_json(ctx, file);
+  rmaop__dev_reduce_free(ctx); /* plans: before the backend goes */
   ctx->backend->fini(ctx);
   ctx_free(ctx);
   *pctx = NULL;

@@ -65,6 +65,14 @@ rmaop_status rmaop__dev_apply(rmaop_ctx ctx, rmaop_dtype dt, void *dst, const vo
  * out[2j] real part, out[2j+1] imaginary part, in host memory. Synchronizes. k <= 8. */
 rmaop_status rmaop__dev_dots(rmaop_ctx ctx, rmaop_dtype dt, int k, const void *const x[], const void *const y[],
                              int64_t n, double *out);
+/* The same dots left in device memory: dev_out[2j], [2j+1] (enqueued; nothing synchronizes). dev_out may be
+ * rmaop__dev_dots_result(ctx), the context's 16 device doubles for that. */
+rmaop_status rmaop__dev_dots_enqueue(rmaop_ctx ctx, rmaop_dtype dt, int k, const void *const x[], const void *const y[],
+                                     int64_t n, double *dev_out);
+double *rmaop__dev_dots_result(rmaop_ctx ctx);
+/* out[i] = slots[0 * count + i] op slots[1 * count + i] op ... in rank order (device memory, enqueued). */
+rmaop_status rmaop__dev_reduce_slots(rmaop_ctx ctx, const double *slots, int P, int64_t count, rmaop_redop op,
+                                     double *out);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#ifdef RMAOP_HAVE_CUDA
+#include "device.h"
+#endif
+
 /* Requests come from a small per-context pool; buffers of up to 16 doubles live inside the request.
  * A solver's reductions therefore allocate nothing per iteration. */
 static rmaop_status request_new(rmaop_ctx ctx, const char *label, int64_t count, rmaop_request *out) {
@@ -145,4 +149,100 @@ rmaop_status rmaop_request_wait(rmaop_request *preq) {
   }
   request_free(r);
   return st;
+}
+
+/* ---- reductions whose data stays in device memory ----
+ * Each rank's `count` doubles go into slot[me] of every rank's slots by a plan (a gather of P x count
+ * doubles: puts into the peers' device windows on the rma backend, grouped send/recv on nccl, whatever the
+ * backend's plans do), then a kernel combines slots 0..P-1 in rank order into `out`: identical bits on every
+ * rank, the same order as the rma backend's host reductions. Nothing synchronizes the host where the
+ * backend's device plans do not (rma over ipc, nccl); over MPI the plan synchronizes or stages as it does
+ * for halos. One plan per count, created at first use (collective, like every call here). */
+
+void rmaop__dev_reduce_free(rmaop_ctx ctx) {
+  for (size_t i = 0; i < sizeof ctx->dred / sizeof ctx->dred[0]; ++i) {
+    if (ctx->dred[i].plan) rmaop_plan_destroy(&ctx->dred[i].plan);
+#ifdef RMAOP_HAVE_CUDA
+    rmaop__dev_free(ctx->dred[i].slots);
+#endif
+    ctx->dred[i].slots = NULL;
+    ctx->dred[i].count = 0;
+  }
+}
+
+#ifdef RMAOP_HAVE_CUDA
+/* The gather plan for `count` doubles (collective when it is created). */
+static rmaop_status gather_plan(rmaop_ctx ctx, int64_t count, int *slot) {
+  const int i = count <= 16 ? (int)count : 0;
+  *slot = i;
+  if (ctx->dred[i].plan && ctx->dred[i].count == count) return RMAOP_OK;
+  if (ctx->dred[i].plan) rmaop_plan_destroy(&ctx->dred[i].plan);
+  rmaop__dev_free(ctx->dred[i].slots);
+  ctx->dred[i].slots = NULL;
+  ctx->dred[i].count = 0;
+  const int P = ctx->size;
+  rmaop_transfer *tr = NULL;
+  rmaop_status st = rmaop__malloc(ctx, (size_t)P * sizeof *tr, "device reduction transfers", (void **)&tr);
+  if (st == RMAOP_OK)
+    st = rmaop__dev_malloc(ctx, (size_t)P * (size_t)count * sizeof(double), "device reduction slots",
+                           (void **)&ctx->dred[i].slots);
+  st = rmaop__agree(ctx, st, "device reduction set-up");
+  if (st == RMAOP_OK) {
+    for (int p = 0; p < P; ++p) tr[p] = (rmaop_transfer){p, 0, (int64_t)ctx->rank * count, count};
+    const rmaop_plan_spec spec = {.dtype = RMAOP_F64, .src_len = count, .dst_len = (int64_t)P * count, .nsends = P,
+                                  .sends = tr, .nrecvs = -1, .label = "reduce.device"};
+    st = rmaop_plan_create(ctx, &spec, &ctx->dred[i].plan);
+  }
+  free(tr);
+  if (st != RMAOP_OK) {
+    rmaop__dev_free(ctx->dred[i].slots);
+    ctx->dred[i].slots = NULL;
+    ctx->dred[i].plan = NULL;
+    return st;
+  }
+  ctx->dred[i].count = count;
+  return RMAOP_OK;
+}
+#endif
+
+rmaop_status rmaop__allreduce_device(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op) {
+#ifdef RMAOP_HAVE_CUDA
+  if (count == 0) return RMAOP_OK;
+  int i = 0;
+  RMAOP_CHECK(gather_plan(ctx, count, &i));
+  RMAOP_CHECK(rmaop_plan_execute(ctx->dred[i].plan, in, ctx->dred[i].slots, RMAOP_INSERT));
+  return rmaop__dev_reduce_slots(ctx, ctx->dred[i].slots, ctx->size, count, op, out);
+#else
+  (void)in, (void)out, (void)count, (void)op;
+  return RMAOP_ERROR(ctx, RMAOP_ERR_INTERNAL, "device reduction in a build without CUDA");
+#endif
+}
+
+rmaop_status rmaop_allreduce_enqueue(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op) {
+  RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_allreduce_enqueue: ctx is NULL");
+  rmaop_status local = RMAOP_OK;
+  if (count < 0 || count > INT_MAX / 2)
+    local = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_allreduce_enqueue: count %lld is outside [0, INT_MAX / 2]",
+                        (long long)count);
+  else if (count > 0 && (in == NULL || out == NULL))
+    local = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_allreduce_enqueue: %s is NULL with count %lld", in ? "out" : "in",
+                        (long long)count);
+  else if (op != RMAOP_SUM && op != RMAOP_MAX && op != RMAOP_MIN)
+    local = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_allreduce_enqueue: op %d is not SUM, MAX or MIN", (int)op);
+#ifdef RMAOP_HAVE_CUDA
+  else if (ctx->memory == RMAOP_MEMORY_DEVICE && count > 0 &&
+           (!rmaop__dev_is_device_ptr(in) || !rmaop__dev_is_device_ptr(out)))
+    local = RMAOP_ERROR(ctx, RMAOP_ERR_ARG,
+                        "rmaop_allreduce_enqueue: %s is not device memory (a device context reduces device buffers; "
+                        "rmaop_allreduce takes host buffers)",
+                        !rmaop__dev_is_device_ptr(in) ? "in" : "out");
+#endif
+  /* As rmaop_allreduce: a bad rank cannot know the others' count, so every rank agrees first, on the
+   * arguments and on the count and op (the gather plan is created per count, collectively). */
+  RMAOP_CHECK(rmaop__agree(ctx, local, "rmaop_allreduce_enqueue"));
+  const int64_t v[2] = {count, (int64_t)op};
+  static const char *const names[2] = {"count", "op"};
+  RMAOP_CHECK(rmaop__same_everywhere(ctx, v, 2, names, "rmaop_allreduce_enqueue"));
+  if (ctx->memory != RMAOP_MEMORY_DEVICE) return rmaop_allreduce(ctx, in, out, count, op, "allreduce");
+  return rmaop__allreduce_device(ctx, in, out, count, op);
 }

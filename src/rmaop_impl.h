@@ -157,6 +157,13 @@ struct rmaop_ctx_s {
   int defer_next;         /* set by blocking callers: the next reduction may run blocking at its wait */
   rmaop_request req_pool[8]; /* freed requests kept for reuse: no allocation per dot */
   int nreq_pool;
+  /* Device reductions (rmaop_allreduce_enqueue, rmaop_vec_mdot_enqueue; src/reduce.c): a gather plan per
+   * count (index = count for 1..16, index 0: the last larger count) and its slots, P x count device doubles. */
+  struct {
+    rmaop_plan plan;
+    double *slots;
+    int64_t count;
+  } dred[17];
   /* Device memory (src/device.h; RMAOP_MEMORY=device only): the GPU this rank uses, the context's stream
    * (a cudaStream_t) on which every kernel, copy and device-side epoch runs, and scratch for reductions. */
   int device;
@@ -294,6 +301,11 @@ rmaop_status rmaop__reduce_flagged_begin(rmaop_ctx ctx, rmaop_status local, cons
                                          rmaop_request *req);
 
 void rmaop__request_pool_free(rmaop_ctx ctx);
+/* Frees the device reductions' gather plans (collective: at context destruction). */
+void rmaop__dev_reduce_free(rmaop_ctx ctx);
+/* count doubles in device memory reduced into out (device memory) across the context, in rank order,
+ * enqueued on the stream (src/reduce.c). Collective; no argument agreement (callers check). */
+rmaop_status rmaop__allreduce_device(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op);
 
 /* ---- plan helpers used by backends ------------------------------------------------------------- */
 

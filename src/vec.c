@@ -375,22 +375,28 @@ static rmaop_ctx first_ctx(int n, const rmaop_vec x[], const rmaop_vec y[]) {
   return NULL;
 }
 
-/* Validates mdot's arguments; fills the partials when they are fine. */
-static rmaop_status mdot_local(int n, const rmaop_vec x[], const rmaop_vec y[], double _Complex r[], double *partials,
-                               int *local_only) {
+/* Validates the vector pairs of mdot and its result array (fn names the caller in messages). */
+static rmaop_status mdot_check(const char *fn, int n, const rmaop_vec x[], const rmaop_vec y[], const void *r) {
   rmaop_ctx ctx = first_ctx(n, x, y);
-  RMAOP_REQUIRE(ctx, x != NULL && y != NULL, RMAOP_ERR_ARG, "rmaop_vec_mdot: the array of %s vectors is NULL",
-                x ? "y" : "x");
-  RMAOP_REQUIRE(ctx, r != NULL, RMAOP_ERR_ARG, "rmaop_vec_mdot: result array r is NULL");
+  RMAOP_REQUIRE(ctx, x != NULL && y != NULL, RMAOP_ERR_ARG, "%s: the array of %s vectors is NULL", fn, x ? "y" : "x");
+  RMAOP_REQUIRE(ctx, r != NULL, RMAOP_ERR_ARG, "%s: result array r is NULL", fn);
   for (int k = 0; k < n; ++k) {
     if (!pair_ok(x[k], y[k]) || x[k]->ctx != ctx) { /* the slow path names the culprit */
       char xn[24], yn[24];
       snprintf(xn, sizeof xn, "x[%d]", k);
       snprintf(yn, sizeof yn, "y[%d]", k);
-      RMAOP_CHECK(check_pair("rmaop_vec_mdot", xn, x[k], yn, y[k]));
-      return RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_vec_mdot: %s belongs to another context than x[0]", xn);
+      RMAOP_CHECK(check_pair(fn, xn, x[k], yn, y[k]));
+      return RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: %s belongs to another context than x[0]", fn, xn);
     }
   }
+  return RMAOP_OK;
+}
+
+/* Validates mdot's arguments; fills the partials when they are fine. */
+static rmaop_status mdot_local(int n, const rmaop_vec x[], const rmaop_vec y[], double _Complex r[], double *partials,
+                               int *local_only) {
+  rmaop_ctx ctx = first_ctx(n, x, y);
+  RMAOP_CHECK(mdot_check("rmaop_vec_mdot", n, x, y, r));
   /* Pairs may mix layout kinds. Every rank holds a BROADCAST vector (or stacked part) whole: only rank 0
    * contributes its dot to the sum, so one reduction serves every kind at once (PyLops-MPI counts a
    * broadcast array once). All replicated: no communication. */
@@ -425,6 +431,51 @@ rmaop_status rmaop_vec_mdot(int n, const rmaop_vec x[], const rmaop_vec y[], dou
   if (ctx) ctx->defer_next = 0;
   RMAOP_CHECK(st);
   return rmaop_request_wait(&req);
+}
+
+rmaop_status rmaop_vec_mdot_enqueue(int n, const rmaop_vec x[], const rmaop_vec y[], double *r) {
+  rmaop_ctx ctx = first_ctx(n, x, y);
+  RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_vec_mdot_enqueue: no vector given (n = %d, or all NULL)", n);
+  if (ctx->memory != RMAOP_MEMORY_DEVICE) { /* host memory: the blocking dots, results in r as (re, im) pairs */
+    double _Complex buf[8], *c = buf;
+    if (n > 8) RMAOP_CHECK(rmaop__malloc(ctx, (size_t)n * sizeof *c, "mdot results", (void **)&c)); /* as mdot's partials */
+    rmaop_status st = rmaop_vec_mdot(n, x, y, r ? c : NULL);
+    for (int k = 0; st == RMAOP_OK && k < n; ++k) r[2 * k] = creal(c[k]), r[2 * k + 1] = cimag(c[k]);
+    if (c != buf) free(c);
+    return st;
+  }
+  rmaop_status local = mdot_check("rmaop_vec_mdot_enqueue", n, x, y, r);
+  if (local == RMAOP_OK && (n < 1 || n > 8))
+    local = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_vec_mdot_enqueue: n = %d dots on a device context (1..8)", n);
+  for (int k = 0; local == RMAOP_OK && k < n; ++k)
+    if (rmaop__layout_replicated(x[k]->layout) || stacked_mixed(x[k]->layout))
+      local = RMAOP_ERROR(ctx, RMAOP_ERR_UNSUPPORTED,
+                          "rmaop_vec_mdot_enqueue: x[%d] is %s; the device-resident dots take distributed vectors only "
+                          "(rmaop_vec_mdot reduces every layout)",
+                          k, rmaop__layout_replicated(x[k]->layout) ? "replicated (BROADCAST)" : "a stacked vector with "
+                                                                                               "BROADCAST parts");
+#ifdef RMAOP_HAVE_CUDA
+  if (local == RMAOP_OK && !rmaop__dev_is_device_ptr(r))
+    local = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_vec_mdot_enqueue: r is not device memory (a device context leaves "
+                                            "the 2n doubles in device memory)");
+  /* One host collective on the arguments (a bad rank must not leave the others in the gather). */
+  RMAOP_CHECK(rmaop__agree(ctx, local, "rmaop_vec_mdot_enqueue"));
+  double *fin = rmaop__dev_dots_result(ctx);
+  for (int k = 0; k < n;) { /* pairs that share a dtype and a length: one kernel */
+    const void *xs[8], *ys[8];
+    int m = 0;
+    while (k + m < n && x[k + m]->dtype == x[k]->dtype && x[k + m]->local_n == x[k]->local_n) {
+      xs[m] = x[k + m]->data;
+      ys[m] = y[k + m]->data;
+      ++m;
+    }
+    RMAOP_CHECK(rmaop__dev_dots_enqueue(ctx, x[k]->dtype, m, xs, ys, x[k]->local_n, fin + 2 * k));
+    k += m;
+  }
+  return rmaop__allreduce_device(ctx, fin, r, 2 * (int64_t)n, RMAOP_SUM);
+#else
+  return local != RMAOP_OK ? local : RMAOP_ERROR(ctx, RMAOP_ERR_INTERNAL, "device vectors in a build without CUDA");
+#endif
 }
 
 rmaop_status rmaop_vec_dot(rmaop_vec x, rmaop_vec y, double _Complex *r) {

@@ -156,6 +156,18 @@ rmaop_status rmaop_allreduce_begin(rmaop_ctx ctx, const double *in, double *out,
                                    rmaop_redop op, const char *label, rmaop_request *req);
 /** Completes a request and frees it (sets *req to NULL). */
 rmaop_status rmaop_request_wait(rmaop_request *req);
+/**
+ * rmaop_allreduce() on buffers in the context's memory kind. On a device context @p in and @p out
+ * (count doubles) are device memory and the call is stream-ordered: it returns once the reduction is
+ * enqueued on the context's stream, the result is in @p out for whatever is enqueued after it, and the
+ * host is not synchronized where the backend's device plans do not synchronize (rma over ipc, nccl; over
+ * MPI the exchange stages or waits for the stream as a plan does). Every rank's values go into a slot of
+ * every rank's device buffer (one gather plan per count: one-sided puts into the peers' device windows on
+ * the rma backend), then a kernel combines the slots in rank order: identical bits on every rank. The
+ * trace records it as the plan "reduce.device". On a host context: rmaop_allreduce(). Collective; the
+ * ranks agree on the arguments and the count first (one small host collective). @p in and @p out may alias.
+ */
+rmaop_status rmaop_allreduce_enqueue(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op);
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Layout                                                                                           */
@@ -251,6 +263,15 @@ rmaop_status rmaop_vec_mdot(int n, const rmaop_vec x[], const rmaop_vec y[], dou
 /** Non-blocking rmaop_vec_mdot: @p r is written by rmaop_request_wait(). Collective. */
 rmaop_status rmaop_vec_mdot_begin(int n, const rmaop_vec x[], const rmaop_vec y[], double _Complex r[],
                                   rmaop_request *req);
+/**
+ * The n dots left where the vectors live: r[2k] and r[2k + 1] are the real and imaginary parts of
+ * dot(x[k], y[k]). On a device context @p r is device memory (2n doubles), n <= 8, the vectors are
+ * distributed (not BROADCAST, not stacked with BROADCAST parts: RMAOP_ERR_UNSUPPORTED), and the call is
+ * stream-ordered as rmaop_allreduce_enqueue(): the local dots and their reduction are enqueued, the host
+ * is not synchronized, and kernels the caller enqueues next can read the results (no host round trip per
+ * dot). On a host context: rmaop_vec_mdot() with the results as pairs in @p r. Collective.
+ */
+rmaop_status rmaop_vec_mdot_enqueue(int n, const rmaop_vec x[], const rmaop_vec y[], double *r);
 
 /** Gathers the whole vector into host buffer @p global (global_n elements) on @p root. Collective;
  *  @p global is ignored on other ranks. */

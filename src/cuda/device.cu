@@ -307,9 +307,13 @@ extern "C" rmaop_status rmaop__dev_apply(rmaop_ctx ctx, rmaop_dtype dt, void *ds
   return RMAOP_OK;
 }
 
-extern "C" rmaop_status rmaop__dev_dots(rmaop_ctx ctx, rmaop_dtype dt, int k, const void *const x[],
-                                        const void *const y[], int64_t n, double *out) {
+extern "C" rmaop_status rmaop__dev_dots_enqueue(rmaop_ctx ctx, rmaop_dtype dt, int k, const void *const x[],
+                                                const void *const y[], int64_t n, double *dev_out) {
   RMAOP_REQUIRE(ctx, k >= 1 && k <= MAX_DOTS, RMAOP_ERR_INTERNAL, "rmaop__dev_dots: %d dots (1..%d)", k, MAX_DOTS);
+  if (n <= 0) {
+    DEV_CHECK(ctx, cudaMemsetAsync(dev_out, 0, 2 * (size_t)k * sizeof(double), STREAM(ctx)));
+    return RMAOP_OK;
+  }
   dot_args a;
   for (int j = 0; j < k; ++j) {
     a.x[j] = x[j];
@@ -318,18 +322,48 @@ extern "C" rmaop_status rmaop__dev_dots(rmaop_ctx ctx, rmaop_dtype dt, int k, co
   /* Few elements: fewer blocks, so the partials are short; the shape depends on n only. */
   int64_t want = (n + DOT_THREADS * 4 - 1) / (DOT_THREADS * 4);
   const int nb = (int)(want < 1 ? 1 : want > DOT_BLOCKS ? DOT_BLOCKS : want);
-  double *part = ctx->dev_scratch, *fin = ctx->dev_scratch + (size_t)DOT_BLOCKS * 2 * MAX_DOTS;
-  if (n > 0) {
-    DISPATCH(dt, (k_dots<T><<<nb, DOT_THREADS, 0, STREAM(ctx)>>>(a, k, n, part)));
-    LAUNCH_CHECK(ctx);
-    k_dots_final<<<1, DOT_THREADS, 0, STREAM(ctx)>>>(part, k, nb, fin);
-    LAUNCH_CHECK(ctx);
-    DEV_CHECK(ctx, cudaMemcpyAsync(ctx->host_scratch, fin, 2 * (size_t)k * sizeof(double), cudaMemcpyDeviceToHost,
-                                   STREAM(ctx)));
-    RMAOP_CHECK(rmaop__dev_drain(ctx, "a dot product"));
-    memcpy(out, ctx->host_scratch, 2 * (size_t)k * sizeof(double));
-  } else {
+  DISPATCH(dt, (k_dots<T><<<nb, DOT_THREADS, 0, STREAM(ctx)>>>(a, k, n, ctx->dev_scratch)));
+  LAUNCH_CHECK(ctx);
+  k_dots_final<<<1, DOT_THREADS, 0, STREAM(ctx)>>>(ctx->dev_scratch, k, nb, dev_out);
+  LAUNCH_CHECK(ctx);
+  return RMAOP_OK;
+}
+
+extern "C" double *rmaop__dev_dots_result(rmaop_ctx ctx) {
+  return ctx->dev_scratch + (size_t)DOT_BLOCKS * 2 * MAX_DOTS;
+}
+
+extern "C" rmaop_status rmaop__dev_dots(rmaop_ctx ctx, rmaop_dtype dt, int k, const void *const x[],
+                                        const void *const y[], int64_t n, double *out) {
+  if (n <= 0) {
     for (int c = 0; c < 2 * k; ++c) out[c] = 0.0;
+    return RMAOP_OK;
   }
+  double *fin = rmaop__dev_dots_result(ctx);
+  RMAOP_CHECK(rmaop__dev_dots_enqueue(ctx, dt, k, x, y, n, fin));
+  DEV_CHECK(ctx, cudaMemcpyAsync(ctx->host_scratch, fin, 2 * (size_t)k * sizeof(double), cudaMemcpyDeviceToHost,
+                                 STREAM(ctx)));
+  RMAOP_CHECK(rmaop__dev_drain(ctx, "a dot product"));
+  memcpy(out, ctx->host_scratch, 2 * (size_t)k * sizeof(double));
+  return RMAOP_OK;
+}
+
+/* out[i] = slots[0][i] op slots[1][i] op ... op slots[P-1][i], in rank order (the rma backend's host combine). */
+__global__ void k_reduce_slots(const double *slots, int P, int64_t count, int op, double *out) {
+  GRID_STRIDE(i, count) {
+    double v = slots[i];
+    for (int r = 1; r < P; ++r) {
+      const double w = slots[(int64_t)r * count + i];
+      v = op == RMAOP_SUM ? v + w : op == RMAOP_MAX ? (w > v ? w : v) : (w < v ? w : v);
+    }
+    out[i] = v;
+  }
+}
+
+extern "C" rmaop_status rmaop__dev_reduce_slots(rmaop_ctx ctx, const double *slots, int P, int64_t count,
+                                                rmaop_redop op, double *out) {
+  if (count <= 0) return RMAOP_OK;
+  k_reduce_slots<<<grid_for(count, 256), 256, 0, STREAM(ctx)>>>(slots, P, count, (int)op, out);
+  LAUNCH_CHECK(ctx);
   return RMAOP_OK;
 }

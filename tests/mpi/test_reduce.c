@@ -190,6 +190,75 @@ START_TEST(test_bad_arguments) {
 }
 END_TEST
 
+/* n doubles in the context's memory kind (device memory in the gpu runs): the local array of a vector. */
+static rmaop_vec mem_buffer(int64_t n, double **p) {
+  rmaop_layout l = NULL;
+  rmaop_vec v = NULL;
+  RT_OK(rmaop_layout_create_local(ctx, n, &l));
+  RT_OK(rmaop_vec_create(l, RMAOP_F64, &v));
+  rmaop_layout_destroy(&l); /* the vector holds its own reference */
+  RT_OK(rmaop_vec_get_array(v, (void **)p));
+  return v;
+}
+
+/* rmaop_allreduce_enqueue: buffers in the context's memory kind, the reference result, identical bits on
+ * every rank, in place too; counts that reuse and replace the per-count gather plans (1, 6, 40, 6, 1000). */
+START_TEST(test_enqueue) {
+  const int64_t counts[] = {1, 6, 40, 6, 1000};
+  for (int c = 0; c < 5; ++c) {
+    const int64_t n = counts[c];
+    double *in = calloc((size_t)n, sizeof *in), *out = calloc((size_t)n, sizeof *out), *din = NULL, *dout = NULL;
+    rmaop_vec vin = mem_buffer(n, &din), vout = mem_buffer(n, &dout);
+    for (int o = 0; o < 3; ++o) {
+      const rmaop_redop op = (rmaop_redop)o;
+      const int s = 20 + 3 * c + o;
+      int64_t bad = -1;
+      fill(in, n, s);
+      RT_OK(rmaop_vec_write_local(vin, in));
+      RT_OK(rmaop_allreduce_enqueue(ctx, din, dout, n, op));
+      RT_OK(rmaop_vec_read_local(vout, out));
+      RT_CHECK(check_result(out, n, op, s, &bad), "enqueue %s count %lld: element %lld = %.17g wrong", op_name(op),
+               (long long)n, (long long)bad, bad >= 0 ? out[bad] : 0.0);
+      RT_CHECK(rt_same_everywhere(out, (size_t)n * sizeof *out), "enqueue %s count %lld differs between ranks",
+               op_name(op), (long long)n);
+      RT_OK(rmaop_allreduce_enqueue(ctx, din, din, n, op)); /* in place */
+      memset(in, 0, (size_t)n * sizeof *in);
+      RT_OK(rmaop_vec_read_local(vin, in));
+      RT_CHECK(memcmp(in, out, (size_t)n * sizeof *in) == 0, "enqueue %s count %lld in place differs", op_name(op),
+               (long long)n);
+    }
+    rmaop_vec_destroy(&vin);
+    rmaop_vec_destroy(&vout);
+    free(in);
+    free(out);
+  }
+  RT_OK(rmaop_allreduce_enqueue(ctx, NULL, NULL, 0, RMAOP_SUM));
+}
+END_TEST
+
+START_TEST(test_enqueue_bad_arguments) {
+  double *d = NULL, host[4] = {1, 2, 3, 4};
+  rmaop_vec v = mem_buffer(4, &d);
+  RT_OK(rmaop_vec_write_local(v, host));
+  RT_EXPECT(rmaop_allreduce_enqueue(NULL, d, d, 3, RMAOP_SUM), RT_BIT(RMAOP_ERR_ARG));
+  RT_EXPECT(rmaop_allreduce_enqueue(ctx, d, d, -1, RMAOP_SUM), RT_BIT(RMAOP_ERR_ARG));
+  RT_EXPECT(rmaop_allreduce_enqueue(ctx, NULL, d, 3, RMAOP_SUM), RT_BIT(RMAOP_ERR_ARG));
+  RT_EXPECT(rmaop_allreduce_enqueue(ctx, d, d, 3, (rmaop_redop)9), RT_BIT(RMAOP_ERR_ARG));
+  const int bad = rt_size - 1;
+  RT_EXPECT_ON(rmaop_allreduce_enqueue(ctx, d, d, 3, rt_rank == bad ? (rmaop_redop)7 : RMAOP_MIN), bad, RMAOP_ERR_ARG);
+  if (rt_size > 1) /* counts that differ: every rank learns it, nobody waits for a gather that never comes */
+    RT_EXPECT(rmaop_allreduce_enqueue(ctx, d, d, rt_rank == bad ? 2 : 3, RMAOP_SUM), RT_BIT(RMAOP_ERR_ARG));
+  if (rt_device()) /* a host buffer on a device context */
+    RT_EXPECT(rmaop_allreduce_enqueue(ctx, host, d, 3, RMAOP_SUM), RT_BIT(RMAOP_ERR_ARG) | RT_BIT(RMAOP_ERR_REMOTE));
+  /* and the context still works */
+  RT_OK(rmaop_allreduce_enqueue(ctx, d, d, 3, RMAOP_SUM));
+  double r[4] = {0, 0, 0, 0};
+  RT_OK(rmaop_vec_read_local(v, r));
+  RT_CHECK(r[0] == rt_size && r[2] == 3.0 * rt_size && r[3] == 4.0, "sum of constants wrong: %g %g %g", r[0], r[2], r[3]);
+  rmaop_vec_destroy(&v);
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("reduce");
   TCase *tc = tcase_create("reduce");
@@ -200,6 +269,8 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_two_in_flight);
   tcase_add_test(tc, test_subcommunicator);
   tcase_add_test(tc, test_bad_arguments);
+  tcase_add_test(tc, test_enqueue);
+  tcase_add_test(tc, test_enqueue_bad_arguments);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -228,6 +228,30 @@ START_TEST(test_reductions) {
       RT_CHECK(req == NULL, "request_wait did not clear the handle");
       RT_CHECK(memcmp(m, m2, sizeof m) == 0, "mdot_begin/wait differs from mdot");
       RT_CHECK(rt_same_everywhere(m2, sizeof m2), "mdot differs between ranks");
+      /* mdot_enqueue: the same dots left in the context's memory (device: enqueued, no host round trip) */
+      {
+        rmaop_layout rl = NULL;
+        rmaop_vec rv = NULL;
+        void *rp = NULL;
+        RT_OK(rmaop_layout_create_local(ctx, 6, &rl));
+        RT_OK(rmaop_vec_create(rl, RMAOP_F64, &rv));
+        RT_OK(rmaop_vec_get_array(rv, &rp));
+        if (rt_device() && c == 3) {
+          RT_EXPECT(rmaop_vec_mdot_enqueue(3, xs, ys, rp), RT_BIT(RMAOP_ERR_UNSUPPORTED));
+        } else {
+          RT_OK(rmaop_vec_mdot_enqueue(3, xs, ys, rp));
+          double e[6];
+          RT_OK(rmaop_vec_read_local(rv, e));
+          int eok = 1;
+          for (int q = 0; q < 3; ++q)
+            eok &= rt_close(CMPLX(e[2 * q], e[2 * q + 1]), (double _Complex)want_m[q], tol, (double)scales[q]);
+          RT_CHECK(eok, "%s %s: mdot_enqueue disagrees with the reference (%.17g vs mdot %.17g)", layout_names[c],
+                   rmaop_dtype_name(d), e[0], creal(m[0]));
+          RT_CHECK(rt_same_everywhere(e, sizeof e), "mdot_enqueue differs between ranks");
+        }
+        rmaop_vec_destroy(&rv);
+        rmaop_layout_destroy(&rl);
+      }
       rmaop_vec_destroy(&x);
       rmaop_vec_destroy(&y);
     }
@@ -411,6 +435,8 @@ START_TEST(test_null_handles) {
   RT_EXPECT(rmaop_vec_mdot(1, xs, nulls, m), RT_BIT(RMAOP_ERR_ARG));
   RT_EXPECT(rmaop_vec_mdot(1, xs, xs, NULL), RT_BIT(RMAOP_ERR_ARG));
   RT_EXPECT(rmaop_vec_mdot_begin(1, xs, xs, m, NULL), RT_BIT(RMAOP_ERR_ARG));
+  RT_EXPECT(rmaop_vec_mdot_enqueue(1, xs, xs, NULL), RT_BIT(RMAOP_ERR_ARG));
+  RT_EXPECT(rmaop_vec_mdot_enqueue(1, NULL, xs, NULL), RT_BIT(RMAOP_ERR_ARG));
   RT_EXPECT(rmaop_request_wait(NULL), RT_BIT(RMAOP_ERR_ARG));
   rmaop_request req = NULL;
   RT_EXPECT(rmaop_request_wait(&req), RT_BIT(RMAOP_ERR_ARG));
