@@ -12,6 +12,7 @@
 
 static const char *const trace_names[] = {"0", "1", "sync", NULL}; /* = RMAOP_TRACE_OFF, _ON, _SYNCED */
 static const char *const ipc_path_names[] = {"auto", "kernel", "copy", NULL}; /* = RMAOP__IPC_PATH_* */
+static const char *const scalars_names[] = {"auto", "host", "device", NULL}; /* = RMAOP__SCALARS_* */
 
 void rmaop_ctx_options_init(rmaop_ctx_options *opts) {
   if (!opts) return;
@@ -81,6 +82,9 @@ static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) 
   ctx->ipc_store_max = (size_t)store_max;
   RMAOP_CHECK(rmaop__parse_name(ctx, "ipc path (RMAOP_IPC_PATH)", option_value(o.ipc_path, "RMAOP_IPC_PATH"), ipc_path_names, &i));
   ctx->ipc_path = i;
+  RMAOP_CHECK(rmaop__parse_name(ctx, "solver scalars (RMAOP_SOLVER_SCALARS)", option_value(NULL, "RMAOP_SOLVER_SCALARS"),
+                                scalars_names, &i));
+  ctx->solver_scalars = i;
 #ifndef RMAOP_HAVE_CUDA
   RMAOP_REQUIRE(ctx, ctx->memory == RMAOP_MEMORY_HOST, RMAOP_ERR_UNSUPPORTED,
                 "memory kind \"device\" needs CUDA, which this build of rmaop does not have (rebuild with the CUDA toolkit)");

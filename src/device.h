@@ -70,6 +70,18 @@ rmaop_status rmaop__dev_dots(rmaop_ctx ctx, rmaop_dtype dt, int k, const void *c
 rmaop_status rmaop__dev_dots_enqueue(rmaop_ctx ctx, rmaop_dtype dt, int k, const void *const x[], const void *const y[],
                                      int64_t n, double *dev_out);
 double *rmaop__dev_dots_result(rmaop_ctx ctx);
+/* y = (sa * s[ia]) x + b y with s in device memory: b = s[ib] (ib >= 0) or bconst, a = sa when ia < 0; no
+ * write at all when iskip >= 0 and s[iskip] != 0. Same arithmetic as rmaop__dev_axpby (real scalars). */
+rmaop_status rmaop__dev_axpby_s(rmaop_ctx ctx, rmaop_dtype dt, void *y, const void *x, int64_t n, const double *s,
+                                int ia, double sa, int ib, double bconst, int iskip);
+/* CGLS's scalars on the device: slots of st (enqueued, one thread). step 0: a and the breakdown flag from
+ * d = (q.q, c.c); step 1: b, kold, s.s from d = (r.r, s.s); step 2 (start): kold and s.s only. */
+enum { RMAOP__CG_KOLD = 0, RMAOP__CG_A, RMAOP__CG_B, RMAOP__CG_BREAKDOWN, RMAOP__CG_SS, RMAOP__CG_NSLOTS };
+rmaop_status rmaop__dev_cgls_scalars(rmaop_ctx ctx, const double *d, double damp2, double *st, int step);
+/* n device doubles copied to page-locked host memory behind the stream's work (begin), and the wait for
+ * them (polls, bounded by 1.25 x the context's timeout; reports a GPU-side wait that gave up). */
+rmaop_status rmaop__dev_fetch_begin(rmaop_ctx ctx, double *host, const double *dev, int n);
+rmaop_status rmaop__dev_fetch_wait(rmaop_ctx ctx, const char *what);
 /* out[i] = slots[0 * count + i] op slots[1 * count + i] op ... in rank order (device memory, enqueued). */
 rmaop_status rmaop__dev_reduce_slots(rmaop_ctx ctx, const double *slots, int P, int64_t count, rmaop_redop op,
                                      double *out);

@@ -138,6 +138,7 @@ typedef struct rmaop__trace_rec rmaop__trace_rec;
 
 /* How the ipc transport moves small epochs (RMAOP_IPC_PATH; order of ctx.c's ipc_path_names). */
 enum { RMAOP__IPC_PATH_AUTO, RMAOP__IPC_PATH_KERNEL, RMAOP__IPC_PATH_COPY };
+enum { RMAOP__SCALARS_AUTO, RMAOP__SCALARS_HOST, RMAOP__SCALARS_DEVICE };
 
 struct rmaop_ctx_s {
   MPI_Comm comm;          /* duplicate, MPI_ERRORS_RETURN */
@@ -170,6 +171,8 @@ struct rmaop_ctx_s {
   void *stream;
   double *dev_scratch;  /* device doubles: dot partials */
   double *host_scratch; /* page-locked doubles: where dot partials land on the host */
+  void *fetch_event;    /* cudaEvent_t behind rmaop__dev_fetch_begin's copy (created at first use) */
+  int solver_scalars;   /* RMAOP_SOLVER_SCALARS: RMAOP__SCALARS_* */
   void *dev_wait_record;     /* host-mapped rmaop__dev_wait_record (device.h) */
   void *dev_wait_record_dev; /* its device address */
   int mpi_cuda_aware;   /* the MPI library accepts device pointers (MPIX_Query_cuda_support at creation) */
@@ -303,6 +306,11 @@ rmaop_status rmaop__reduce_flagged_begin(rmaop_ctx ctx, rmaop_status local, cons
 void rmaop__request_pool_free(rmaop_ctx ctx);
 /* Frees the device reductions' gather plans (collective: at context destruction). */
 void rmaop__dev_reduce_free(rmaop_ctx ctx);
+/* 1 when rmaop_vec_mdot_enqueue can keep v's dots on the device (device memory, distributed layout). */
+int rmaop__vec_device_dots_ok(rmaop_vec v);
+/* rmaop_vec_mdot_enqueue on a device context without its checks and agreement (n <= 8, vectors that pass
+ * rmaop__vec_device_dots_ok; the solvers' internal dots). */
+rmaop_status rmaop__vec_mdot_device(int n, const rmaop_vec x[], const rmaop_vec y[], double *r);
 /* count doubles in device memory reduced into out (device memory) across the context, in rank order,
  * enqueued on the stream (src/reduce.c). Collective; no argument agreement (callers check). */
 rmaop_status rmaop__allreduce_device(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op);

@@ -3,6 +3,10 @@
  * through one fused reduction at each of the recurrences' two synchronization points. */
 #include "solver_impl.h"
 
+#ifdef RMAOP_HAVE_CUDA
+#include "device.h"
+#endif
+
 void rmaop_solver_options_init(rmaop_solver_options *opts) {
   if (!opts) return;
   memset(opts, 0, sizeof *opts);
@@ -57,6 +61,66 @@ out:
   return st;
 }
 
+#ifdef RMAOP_HAVE_CUDA
+/* CGLS's iterations with the scalars on the device (RMAOP_SOLVER_SCALARS; README): the host loop's
+ * operations in the host loop's order, but the two fused dots go into device memory
+ * (rmaop__vec_mdot_device), a one-thread kernel makes a and b there, and the vector updates read them
+ * (rmaop__dev_axpby_s, the arithmetic of rmaop_vec_axpby). The host needs one value per iteration, the
+ * residual for the stopping test and the history: it is fetched behind the iteration's r.r/s.s reduction
+ * while c = r + b c and q = A c (the next iteration's first operands, internal vectors) are already
+ * enqueued, so the one host wait overlaps them. Same iterations, history and x as the host loop; a
+ * breakdown (q.q + damp^2 c.c = 0) leaves x and s as they were (the updates skip themselves). */
+static rmaop_status axpby_s(rmaop_vec y, rmaop_vec x, const double *sc, int ia, double sa, int ib, double b) {
+  return rmaop__dev_axpby_s(y->ctx, y->dtype, y->data, x->data, y->local_n, sc, ia, sa, ib, b, RMAOP__CG_BREAKDOWN);
+}
+
+static rmaop_status cgls_device_loop(rmaop_op A, rmaop_vec x, rmaop_vec s, rmaop_vec q, rmaop_vec r, rmaop_vec c,
+                                     const rmaop_solver_options *o, double damp2, rmaop_solver_info *info,
+                                     double *kold_out) {
+  rmaop_ctx ctx = A->ctx;
+  double *d = NULL, *h = NULL;
+  rmaop_status st = rmaop__dev_malloc(ctx, 16 * sizeof(double), "CGLS device scalars", (void **)&d);
+  if (st == RMAOP_OK)
+    st = rmaop__dev_host_malloc(ctx, RMAOP__CG_NSLOTS * sizeof(double), "CGLS host scalars", (void **)&h);
+  RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, "rmaop_solve_cgls (device scalars)"), st, out);
+  double *qc = d, *rs = d + 4, *sc = d + 8;
+  rmaop_vec dx[2] = {r, s}, ex[2] = {q, c};
+  RMAOP_CHECK_GOTO(rmaop__vec_mdot_device(2, dx, dx, rs), st, out);
+  RMAOP_CHECK_GOTO(rmaop__dev_cgls_scalars(ctx, rs, damp2, sc, 2), st, out);
+  RMAOP_CHECK_GOTO(rmaop__dev_fetch_begin(ctx, h, sc, RMAOP__CG_NSLOTS), st, out);
+  RMAOP_CHECK_GOTO(rmaop__dev_fetch_wait(ctx, "rmaop_solve_cgls (residual)"), st, out);
+  double kold = h[RMAOP__CG_KOLD];
+  info->history[0] = sqrt(h[RMAOP__CG_SS]);
+  info->reason = RMAOP_REASON_NITER;
+  while (info->iterations < o->niter && kold > o->tol) {
+    RMAOP_CHECK_GOTO(rmaop__vec_mdot_device(2, ex, ex, qc), st, out); /* q.q and c.c in one reduction */
+    RMAOP_CHECK_GOTO(rmaop__dev_cgls_scalars(ctx, qc, damp2, sc, 0), st, out);
+    RMAOP_CHECK_GOTO(axpby_s(x, c, sc, RMAOP__CG_A, 1.0, -1, 1.0), st, out);  /* x += a c */
+    RMAOP_CHECK_GOTO(axpby_s(s, q, sc, RMAOP__CG_A, -1.0, -1, 1.0), st, out); /* s -= a q */
+    RMAOP_CHECK_GOTO(rmaop_op_apply_adjoint(A, s, r), st, out);
+    if (damp2 != 0.0) RMAOP_CHECK_GOTO(rmaop_vec_axpy(r, -damp2, x), st, out);
+    RMAOP_CHECK_GOTO(rmaop__vec_mdot_device(2, dx, dx, rs), st, out); /* r.r and s.s in one reduction */
+    RMAOP_CHECK_GOTO(rmaop__dev_cgls_scalars(ctx, rs, damp2, sc, 1), st, out);
+    RMAOP_CHECK_GOTO(rmaop__dev_fetch_begin(ctx, h, sc, RMAOP__CG_NSLOTS), st, out);
+    RMAOP_CHECK_GOTO(axpby_s(c, r, sc, -1, 1.0, RMAOP__CG_B, 0.0), st, out); /* c = r + b c */
+    RMAOP_CHECK_GOTO(rmaop_op_apply(A, c, q), st, out);
+    RMAOP_CHECK_GOTO(rmaop__dev_fetch_wait(ctx, "rmaop_solve_cgls (residual)"), st, out);
+    if (h[RMAOP__CG_BREAKDOWN] != 0.0) {
+      info->reason = RMAOP_REASON_BREAKDOWN;
+      break;
+    }
+    kold = h[RMAOP__CG_KOLD];
+    RMAOP_CHECK_GOTO(after_iteration(o, info, sqrt(h[RMAOP__CG_SS]), x), st, out);
+  }
+  *kold_out = kold;
+out:
+  if (d) (void)rmaop__dev_sync(ctx); /* nothing enqueued may still use d when it goes */
+  rmaop__dev_free(d);
+  rmaop__dev_host_free(h);
+  return st;
+}
+#endif
+
 rmaop_status rmaop_solve_cgls(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o,
                               rmaop_solver_info *info) {
   solve_clock clk = {0}; /* set by solver_start; zeroed for gcc -O2 -Wmaybe-uninitialized */
@@ -74,6 +138,15 @@ rmaop_status rmaop_solve_cgls(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_
   if (o->x0 && damp2 != 0.0) RMAOP_CHECK_GOTO(rmaop_vec_axpy(r, -damp2, x), st, out);
   RMAOP_CHECK_GOTO(rmaop_vec_copy(r, c), st, out);
   RMAOP_CHECK_GOTO(rmaop_op_apply(A, c, q), st, out);
+#ifdef RMAOP_HAVE_CUDA
+  if (A->ctx->memory == RMAOP_MEMORY_DEVICE && A->ctx->solver_scalars != RMAOP__SCALARS_HOST &&
+      rmaop__vec_device_dots_ok(x) && rmaop__vec_device_dots_ok(y)) {
+    double kdev = 0.0;
+    RMAOP_CHECK_GOTO(cgls_device_loop(A, x, s, q, r, c, o, damp2, info, &kdev), st, out);
+    if (info->reason != RMAOP_REASON_BREAKDOWN && kdev <= o->tol) info->reason = RMAOP_REASON_TOL;
+    goto out;
+  }
+#endif
   double _Complex d[2];
   rmaop_vec dx[2] = {r, s}, dy[2] = {r, s};
   RMAOP_CHECK_GOTO(rmaop_vec_mdot(2, dx, dy, d), st, out);

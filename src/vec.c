@@ -433,6 +433,29 @@ rmaop_status rmaop_vec_mdot(int n, const rmaop_vec x[], const rmaop_vec y[], dou
   return rmaop_request_wait(&req);
 }
 
+#ifdef RMAOP_HAVE_CUDA
+rmaop_status rmaop__vec_mdot_device(int n, const rmaop_vec x[], const rmaop_vec y[], double *r) {
+  rmaop_ctx ctx = x[0]->ctx;
+  double *fin = rmaop__dev_dots_result(ctx);
+  for (int k = 0; k < n;) { /* pairs that share a dtype and a length: one kernel */
+    const void *xs[8], *ys[8];
+    int m = 0;
+    while (k + m < n && x[k + m]->dtype == x[k]->dtype && x[k + m]->local_n == x[k]->local_n) {
+      xs[m] = x[k + m]->data;
+      ys[m] = y[k + m]->data;
+      ++m;
+    }
+    RMAOP_CHECK(rmaop__dev_dots_enqueue(ctx, x[k]->dtype, m, xs, ys, x[k]->local_n, fin + 2 * k));
+    k += m;
+  }
+  return rmaop__allreduce_device(ctx, fin, r, 2 * (int64_t)n, RMAOP_SUM);
+}
+#endif
+
+int rmaop__vec_device_dots_ok(rmaop_vec v) {
+  return ON_DEVICE(v) && !rmaop__layout_replicated(v->layout) && !stacked_mixed(v->layout);
+}
+
 rmaop_status rmaop_vec_mdot_enqueue(int n, const rmaop_vec x[], const rmaop_vec y[], double *r) {
   rmaop_ctx ctx = first_ctx(n, x, y);
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_vec_mdot_enqueue: no vector given (n = %d, or all NULL)", n);
@@ -460,19 +483,7 @@ rmaop_status rmaop_vec_mdot_enqueue(int n, const rmaop_vec x[], const rmaop_vec 
                                             "the 2n doubles in device memory)");
   /* One host collective on the arguments (a bad rank must not leave the others in the gather). */
   RMAOP_CHECK(rmaop__agree(ctx, local, "rmaop_vec_mdot_enqueue"));
-  double *fin = rmaop__dev_dots_result(ctx);
-  for (int k = 0; k < n;) { /* pairs that share a dtype and a length: one kernel */
-    const void *xs[8], *ys[8];
-    int m = 0;
-    while (k + m < n && x[k + m]->dtype == x[k]->dtype && x[k + m]->local_n == x[k]->local_n) {
-      xs[m] = x[k + m]->data;
-      ys[m] = y[k + m]->data;
-      ++m;
-    }
-    RMAOP_CHECK(rmaop__dev_dots_enqueue(ctx, x[k]->dtype, m, xs, ys, x[k]->local_n, fin + 2 * k));
-    k += m;
-  }
-  return rmaop__allreduce_device(ctx, fin, r, 2 * (int64_t)n, RMAOP_SUM);
+  return rmaop__vec_mdot_device(n, x, y, r);
 #else
   return local != RMAOP_OK ? local : RMAOP_ERROR(ctx, RMAOP_ERR_INTERNAL, "device vectors in a build without CUDA");
 #endif

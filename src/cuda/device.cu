@@ -78,6 +78,8 @@ extern "C" void rmaop__dev_fini(rmaop_ctx ctx) {
   }
   if (ctx->dev_scratch) cudaFree(ctx->dev_scratch);
   if (ctx->host_scratch) cudaFreeHost(ctx->host_scratch);
+  if (ctx->fetch_event) cudaEventDestroy((cudaEvent_t)ctx->fetch_event);
+  ctx->fetch_event = NULL;
   if (ctx->dev_wait_record) cudaFreeHost(ctx->dev_wait_record);
   ctx->dev_wait_record = ctx->dev_wait_record_dev = NULL;
   ctx->stream = NULL;
@@ -346,6 +348,86 @@ extern "C" rmaop_status rmaop__dev_dots(rmaop_ctx ctx, rmaop_dtype dt, int k, co
   RMAOP_CHECK(rmaop__dev_drain(ctx, "a dot product"));
   memcpy(out, ctx->host_scratch, 2 * (size_t)k * sizeof(double));
   return RMAOP_OK;
+}
+
+/* ---- solver scalars that stay on the device (src/solver.c, CGLS) ---- */
+
+/* y = (sa * s[ia]) x + b y, b = s[ib] (ib >= 0) or bconst; the arithmetic of k_axpby with the scalars read
+ * here, so the results are those of rmaop__dev_axpby with the same values. Nothing is written when
+ * iskip >= 0 and s[iskip] != 0 (a breakdown: the host path would not have made the update). */
+template <typename T>
+__global__ void k_axpby_s(T *y, const T *x, int64_t n, const double *s, int ia, double sa, int ib, double bconst,
+                          int iskip) {
+  if (iskip >= 0 && s[iskip] != 0.0) return;
+  const double are = ia >= 0 ? sa * s[ia] : sa, bre = ib >= 0 ? s[ib] : bconst;
+  const T a = num<T>::make(are, 0.0), b = num<T>::make(bre, 0.0);
+  const bool b0 = bre == 0.0, b1 = bre == 1.0;
+  GRID_STRIDE(i, n) {
+    const T ax = num<T>::mul(a, x[i]);
+    y[i] = b0 ? ax : b1 ? num<T>::add(ax, y[i]) : num<T>::add(ax, num<T>::mul(b, y[i]));
+  }
+}
+
+extern "C" rmaop_status rmaop__dev_axpby_s(rmaop_ctx ctx, rmaop_dtype dt, void *y, const void *x, int64_t n,
+                                           const double *s, int ia, double sa, int ib, double bconst, int iskip) {
+  if (n <= 0) return RMAOP_OK;
+  DISPATCH(dt, (k_axpby_s<T><<<grid_for(n, 256), 256, 0, STREAM(ctx)>>>((T *)y, (const T *)x, n, s, ia, sa, ib, bconst,
+                                                                        iskip)));
+  LAUNCH_CHECK(ctx);
+  return RMAOP_OK;
+}
+
+/* CGLS's scalar recurrences (src/solver.c) on one thread; st: RMAOP__CG_* slots (device.h). d: 4 doubles,
+ * the two complex dots of the step (alpha: q.q, c.c; beta and init: r.r, s.s). */
+__global__ void k_cgls_scalars(const double *d, double damp2, double *st, int step) {
+  if (step == 0) { /* alpha: a = kold / (q.q + damp^2 c.c), a breakdown when that is 0 */
+    const double den = d[0] + damp2 * d[2];
+    st[RMAOP__CG_BREAKDOWN] = den == 0.0 ? 1.0 : 0.0;
+    st[RMAOP__CG_A] = den == 0.0 ? 0.0 : st[RMAOP__CG_KOLD] / den;
+  } else { /* beta (step 1) or the start (step 2): k = |r.r|, b = k / kold, kold = k; ||s|| for the history */
+    const double k = hypot(d[0], d[1]);
+    if (step == 1) st[RMAOP__CG_B] = k / st[RMAOP__CG_KOLD];
+    st[RMAOP__CG_KOLD] = k;
+    st[RMAOP__CG_SS] = d[2];
+  }
+}
+
+extern "C" rmaop_status rmaop__dev_cgls_scalars(rmaop_ctx ctx, const double *d, double damp2, double *st, int step) {
+  k_cgls_scalars<<<1, 1, 0, STREAM(ctx)>>>(d, damp2, st, step);
+  LAUNCH_CHECK(ctx);
+  return RMAOP_OK;
+}
+
+/* Host copies of device values, read a little later (the solvers' convergence checks): an async copy into
+ * page-locked memory and an event after it; the wait polls the event, bounded like a drain. */
+extern "C" rmaop_status rmaop__dev_fetch_begin(rmaop_ctx ctx, double *host, const double *dev, int n) {
+  if (!ctx->fetch_event) {
+    cudaEvent_t e;
+    DEV_CHECK(ctx, cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    ctx->fetch_event = e;
+  }
+  DEV_CHECK(ctx, cudaMemcpyAsync(host, dev, (size_t)n * sizeof(double), cudaMemcpyDeviceToHost, STREAM(ctx)));
+  DEV_CHECK(ctx, cudaEventRecord((cudaEvent_t)ctx->fetch_event, STREAM(ctx)));
+  return RMAOP_OK;
+}
+
+extern "C" rmaop_status rmaop__dev_fetch_wait(rmaop_ctx ctx, const char *what) {
+  double deadline = 0.0;
+  for (unsigned spin = 0;; ++spin) {
+    const cudaError_t e = cudaEventQuery((cudaEvent_t)ctx->fetch_event);
+    if (e == cudaSuccess) break;
+    if (e != cudaErrorNotReady) return RMAOP_ERROR(ctx, RMAOP_ERR_CUDA, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+    if (spin < 4096) continue;
+    const double now = rmaop__wtime();
+    if (deadline == 0.0) deadline = now + 1.25 * ctx->timeout;
+    if (now > deadline) {
+      RMAOP_CHECK(rmaop__dev_check_waits(ctx));
+      return RMAOP_ERROR(ctx, RMAOP_ERR_TIMEOUT, "%s: the GPU did not get there within %g s (RMAOP_TIMEOUT x 1.25)",
+                         what, 1.25 * ctx->timeout);
+    }
+    sched_yield();
+  }
+  return rmaop__dev_check_waits(ctx);
 }
 
 /* out[i] = slots[0][i] op slots[1][i] op ... op slots[P-1][i], in rank order (the rma backend's host combine). */
