@@ -49,6 +49,7 @@
 
 #ifdef RMAOP_HAVE_CUDA
 #include "device.h"
+#include "ipc_batch.h"
 #endif
 
 /* ---- plans ---- */
@@ -248,6 +249,9 @@ typedef struct {
 #define RMA_REDUCE_RING 8
 
 typedef struct {
+  rmaop_win dwin;  /* device reductions in one kernel (reduce_device): NULL until the first */
+  int dstate;      /* 0: not tried yet, 1: dwin is an ipc window, -1: not available (the core's plan path) */
+  uint32_t depoch; /* device reductions so far (the flag value of the last one) */
   rmaop_win win; /* NULL until the first reduction on more than one rank */
   double *slots; /* [2][size][cap] */
   int64_t cap;   /* doubles per slot */
@@ -276,6 +280,7 @@ static void fini(rmaop_ctx ctx) {
   if (!s)
     return;
   rmaop_win_free(&s->win); /* collective: every rank grew the window at the same calls */
+  rmaop_win_free(&s->dwin); /* collective: made at the same device reduction everywhere */
   free(s->peers);
   free(s);
   ctx->backend_data = NULL;
@@ -396,6 +401,67 @@ static rmaop_status reduce_end(rmaop_ctx ctx, void *req) {
   return st;
 }
 
+#ifdef RMAOP_HAVE_CUDA
+/* ---- device reductions in one kernel ----
+ * On the ipc kernel path (RMAOP_IPC_PATH=kernel: the user accepted GPU-side spinning waits) a reduction
+ * of device doubles (rmaop_allreduce_enqueue, the solvers' device dots) is ONE kernel instead of the
+ * core's gather plan (pack, epoch steps, unpack, combine: a dozen launches and memops): it stores this
+ * rank's values into a slot of every rank's GPU window, then a flag, waits for every rank's flag and
+ * sums the slots in rank order (rma/ipc_batch.h, rma__dred_launch). The window is an ipc window of
+ * [2][P][16] doubles and P flags, made at the first such reduction (collective, as every call here);
+ * halves alternate by reduction, flags hold the reduction's number. Nothing synchronizes the host. */
+static rmaop_status dred_window(rmaop_ctx ctx, rma_ctx *s) {
+  s->dstate = -1;
+  if (ctx->ipc_path != RMAOP__IPC_PATH_KERNEL || ctx->size > RMA_DRED_MAXP || ctx->node_size != ctx->size ||
+      !rma__plan_on_device(ctx) || rma__gpu_over_mpi(ctx))
+    return RMAOP_OK; /* the same answer on every rank: the inputs are the context's, agreed at creation */
+  const size_t P = (size_t)ctx->size, bytes = 2 * P * RMA_DRED_MAXC * sizeof(double) + P * sizeof(uint32_t);
+  void *base = NULL;
+  RMAOP_CHECK(rma__win_make(ctx, 1, NULL, bytes, 1, &s->dwin, &base));
+  if (!s->dwin->device || !s->dwin->ipc) { /* not an ipc window after all: the plan path */
+    rmaop_win_free(&s->dwin);
+    return RMAOP_OK;
+  }
+  s->dstate = 1;
+  return RMAOP_OK;
+}
+
+static rmaop_status reduce_device(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op,
+                                  int *done) {
+  rma_ctx *s = ctx->backend_data;
+  *done = 0;
+  if (ctx->memory != RMAOP_MEMORY_DEVICE || count > RMA_DRED_MAXC)
+    return RMAOP_OK;
+  if (s->dstate == 0)
+    RMAOP_CHECK(dred_window(ctx, s));
+  if (s->dstate < 0)
+    return RMAOP_OK;
+  if (ctx->trace_on)
+    rmaop__trace_sync_start(ctx);
+  const double t0 = rmaop__wtime();
+  RMAOP_CHECK(rmaop__dev_check_waits(ctx));
+  rma_dred_args a = {.in = in, .out = out, .count = (int)count, .op = (int)op, .me = ctx->rank, .P = ctx->size};
+  a.epoch = ++s->depoch;
+  a.half = (int)(a.epoch & 1u);
+  const size_t flags_at = 2 * (size_t)ctx->size * RMA_DRED_MAXC * sizeof(double);
+  for (int r = 0; r < ctx->size; ++r) {
+    a.slots[r] = (double *)s->dwin->peer_base[r];
+    a.flags[r] = (uint32_t *)(s->dwin->peer_base[r] + flags_at);
+  }
+  a.timeout_ns = (uint64_t)(ctx->timeout * 1e9 < 1.8e19 ? ctx->timeout * 1e9 : 1.8e19);
+  a.error = (rmaop__dev_wait_record *)ctx->dev_wait_record_dev;
+  const int e = rma__dred_launch(ctx->stream, &a);
+  RMAOP_REQUIRE(ctx, e == 0, RMAOP_ERR_CUDA, "rma device reduction: kernel launch failed (cudaError %d)", e);
+  const double t1 = rmaop__wtime();
+  ctx->comm_time += t1 - t0;
+  if (ctx->trace_on) /* host time: the kernel runs on after the call (stream-ordered) */
+    rmaop__trace_record(ctx, "reduce.device", "reduce", "ipc", (uint64_t)(ctx->size - 1),
+                        (double)count * (double)sizeof(double), t1 - t0, t1 - t0);
+  *done = 1;
+  return RMAOP_OK;
+}
+#endif
+
 static const char *reduce_transport(rmaop_ctx ctx) {
   rma_ctx *s = ctx->backend_data;
   if (ctx->size == 1)
@@ -416,4 +482,7 @@ const rmaop_backend rmaop__rma_backend = {
     .reduce_begin = reduce_begin,
     .reduce_end = reduce_end,
     .reduce_transport = reduce_transport,
+#ifdef RMAOP_HAVE_CUDA
+    .reduce_device = reduce_device,
+#endif
 };

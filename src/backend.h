@@ -28,6 +28,11 @@ typedef struct rmaop_backend {
   rmaop_status (*reduce)(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op);
   /* Transport name recorded in trace entries of reductions ("shm", "mpi", "-"). */
   const char *(*reduce_transport)(rmaop_ctx ctx);
+  /* Optional: a reduction of count doubles in device memory into device memory, enqueued on the context's
+   * stream (rmaop_allreduce_enqueue, the solvers' device dots), when the backend has a faster way than the
+   * core's gather plan; *done = 0 leaves it to the plan. Rank order, identical bits on every rank. */
+  rmaop_status (*reduce_device)(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op,
+                                int *done);
 } rmaop_backend;
 
 /* Registry (src/backend.c). */

@@ -208,6 +208,11 @@ static rmaop_status gather_plan(rmaop_ctx ctx, int64_t count, int *slot) {
 rmaop_status rmaop__allreduce_device(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op) {
 #ifdef RMAOP_HAVE_CUDA
   if (count == 0) return RMAOP_OK;
+  if (ctx->backend->reduce_device) {
+    int done = 0;
+    RMAOP_CHECK(ctx->backend->reduce_device(ctx, in, out, count, op, &done));
+    if (done) return RMAOP_OK;
+  }
   int i = 0;
   RMAOP_CHECK(gather_plan(ctx, count, &i));
   RMAOP_CHECK(rmaop_plan_execute(ctx->dred[i].plan, in, ctx->dred[i].slots, RMAOP_INSERT));

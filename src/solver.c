@@ -139,7 +139,8 @@ rmaop_status rmaop_solve_cgls(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_
   RMAOP_CHECK_GOTO(rmaop_vec_copy(r, c), st, out);
   RMAOP_CHECK_GOTO(rmaop_op_apply(A, c, q), st, out);
 #ifdef RMAOP_HAVE_CUDA
-  if (A->ctx->memory == RMAOP_MEMORY_DEVICE && A->ctx->solver_scalars != RMAOP__SCALARS_HOST &&
+  /* Not the default (auto = host): on one H100 shared by 2 ranks under MPS it was not faster (PERFORMANCE.md). */
+  if (A->ctx->memory == RMAOP_MEMORY_DEVICE && A->ctx->solver_scalars == RMAOP__SCALARS_DEVICE &&
       rmaop__vec_device_dots_ok(x) && rmaop__vec_device_dots_ok(y)) {
     double kdev = 0.0;
     RMAOP_CHECK_GOTO(cgls_device_loop(A, x, s, q, r, c, o, damp2, info, &kdev), st, out);
