@@ -47,8 +47,9 @@ extern "C" rmaop_status rmaop__dev_init(rmaop_ctx ctx) {
   cudaStream_t s;
   DEV_CHECK(ctx, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   ctx->stream = s;
-  const size_t scratch = (size_t)(DOT_BLOCKS + 1) * 2 * MAX_DOTS * sizeof(double); /* partials + result */
+  const size_t scratch = ((size_t)(DOT_BLOCKS + 1) * 2 * MAX_DOTS + 1) * sizeof(double); /* partials, result, ticket */
   DEV_CHECK(ctx, cudaMalloc((void **)&ctx->dev_scratch, scratch));
+  DEV_CHECK(ctx, cudaMemset(ctx->dev_scratch, 0, scratch));
   DEV_CHECK(ctx, cudaMallocHost((void **)&ctx->host_scratch, 2 * MAX_DOTS * sizeof(double)));
   DEV_CHECK(ctx, cudaHostAlloc(&ctx->dev_wait_record, sizeof(rmaop__dev_wait_record), cudaHostAllocMapped));
   memset(ctx->dev_wait_record, 0, sizeof(rmaop__dev_wait_record));
@@ -234,9 +235,27 @@ struct dot_args {
   const void *x[MAX_DOTS], *y[MAX_DOTS];
 };
 
+/* Stage 2: the partials of every dot summed in block order by one block (the last of stage 1 to finish). */
+__device__ void dots_final(const double *part, int k, int nblocks, double *out) {
+  __shared__ double s[DOT_THREADS];
+  for (int c = 0; c < 2 * k; ++c) {
+    double v = 0.0;
+    for (int b = threadIdx.x; b < nblocks; b += blockDim.x) v += __ldcg(part + (int64_t)b * 2 * k + c);
+    s[threadIdx.x] = v;
+    __syncthreads();
+    for (int h = DOT_THREADS / 2; h > 0; h >>= 1) {
+      if ((int)threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) out[c] = s[0];
+    __syncthreads();
+  }
+}
+
 /* Stage 1: block b writes its partial sums of every dot to part[(b * k + j) * 2 + {0,1}]. A block-level
- * tree in shared memory: the order is fixed by the launch shape, so the result is deterministic. */
-template <typename T> __global__ void k_dots(dot_args a, int k, int64_t n, double *part) {
+ * tree in shared memory: the order is fixed by the launch shape, so the result is deterministic. The last
+ * block to finish (a ticket on `arrived`, reset for the next launch) runs stage 2 into out: one launch. */
+template <typename T> __global__ void k_dots(dot_args a, int k, int64_t n, double *part, unsigned *arrived, double *out) {
   __shared__ double sre[DOT_THREADS], sim[DOT_THREADS];
   for (int j = 0; j < k; ++j) {
     const T *x = (const T *)a.x[j], *y = (const T *)a.y[j];
@@ -258,23 +277,16 @@ template <typename T> __global__ void k_dots(dot_args a, int k, int64_t n, doubl
     }
     __syncthreads();
   }
-}
-
-/* Stage 2: one block sums the partials of every dot in block order. */
-__global__ void k_dots_final(const double *part, int k, int nblocks, double *out) {
-  __shared__ double s[DOT_THREADS];
-  for (int c = 0; c < 2 * k; ++c) {
-    double v = 0.0;
-    for (int b = threadIdx.x; b < nblocks; b += blockDim.x) v += part[(int64_t)b * 2 * k + c];
-    s[threadIdx.x] = v;
-    __syncthreads();
-    for (int h = DOT_THREADS / 2; h > 0; h >>= 1) {
-      if ((int)threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h];
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) out[c] = s[0];
-    __syncthreads();
+  __shared__ bool last;
+  if (threadIdx.x == 0) {
+    __threadfence(); /* this block's partials before its ticket */
+    last = atomicAdd(arrived, 1u) == gridDim.x - 1;
   }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  dots_final(part, k, (int)gridDim.x, out);
+  if (threadIdx.x == 0) *arrived = 0u;
 }
 
 
@@ -309,6 +321,12 @@ extern "C" rmaop_status rmaop__dev_apply(rmaop_ctx ctx, rmaop_dtype dt, void *ds
   return RMAOP_OK;
 }
 
+/* The scratch: DOT_BLOCKS x 2 x MAX_DOTS partials, 2 x MAX_DOTS results (rmaop__dev_dots_result), then the
+ * dot kernel's block ticket (zero between launches). */
+static unsigned *dots_ticket(rmaop_ctx ctx) {
+  return (unsigned *)(ctx->dev_scratch + (size_t)(DOT_BLOCKS + 1) * 2 * MAX_DOTS);
+}
+
 extern "C" rmaop_status rmaop__dev_dots_enqueue(rmaop_ctx ctx, rmaop_dtype dt, int k, const void *const x[],
                                                 const void *const y[], int64_t n, double *dev_out) {
   RMAOP_REQUIRE(ctx, k >= 1 && k <= MAX_DOTS, RMAOP_ERR_INTERNAL, "rmaop__dev_dots: %d dots (1..%d)", k, MAX_DOTS);
@@ -324,9 +342,7 @@ extern "C" rmaop_status rmaop__dev_dots_enqueue(rmaop_ctx ctx, rmaop_dtype dt, i
   /* Few elements: fewer blocks, so the partials are short; the shape depends on n only. */
   int64_t want = (n + DOT_THREADS * 4 - 1) / (DOT_THREADS * 4);
   const int nb = (int)(want < 1 ? 1 : want > DOT_BLOCKS ? DOT_BLOCKS : want);
-  DISPATCH(dt, (k_dots<T><<<nb, DOT_THREADS, 0, STREAM(ctx)>>>(a, k, n, ctx->dev_scratch)));
-  LAUNCH_CHECK(ctx);
-  k_dots_final<<<1, DOT_THREADS, 0, STREAM(ctx)>>>(ctx->dev_scratch, k, nb, dev_out);
+  DISPATCH(dt, (k_dots<T><<<nb, DOT_THREADS, 0, STREAM(ctx)>>>(a, k, n, ctx->dev_scratch, dots_ticket(ctx), dev_out)));
   LAUNCH_CHECK(ctx);
   return RMAOP_OK;
 }
