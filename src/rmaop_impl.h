@@ -168,6 +168,7 @@ struct rmaop_ctx_s {
   /* Device memory (src/device.h; RMAOP_MEMORY=device only): the GPU this rank uses, the context's stream
    * (a cudaStream_t) on which every kernel, copy and device-side epoch runs, and scratch for reductions. */
   int device;
+  int prev_device;      /* the GPU current before rmaop__dev_init (made current again at destroy; -1: none) */
   void *stream;
   double *dev_scratch;  /* device doubles: dot partials */
   double *host_scratch; /* page-locked doubles: where dot partials land on the host */

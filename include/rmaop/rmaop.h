@@ -108,6 +108,10 @@ void rmaop_ctx_options_init(rmaop_ctx_options *opts);
  * Creates a context over a duplicate of @p comm (errors return on the duplicate).
  * Collective over @p comm. @p opts may be NULL (all from the environment).
  * Reads RMAOP_BACKEND, RMAOP_MEMORY, RMAOP_RMA_SYNC, RMAOP_RMA_TRANSPORT, RMAOP_TRACE, RMAOP_TIMEOUT.
+ * On device memory the context uses GPU (node rank modulo the visible GPUs) and makes it the calling thread's
+ * current GPU; rmaop_ctx_destroy() makes the GPU that was current before the creation current again. A
+ * thread that uses contexts on different GPUs at the same time makes a context's GPU current
+ * (cudaSetDevice) before calling it.
  * @return RMAOP_ERR_ARG for an unknown name (the message lists the valid ones), RMAOP_ERR_UNSUPPORTED for
  *         a backend not built in, RMAOP_ERR_MPI. On failure no context exists: read the message with
  *         rmaop_ctx_last_error(NULL).

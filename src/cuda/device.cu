@@ -43,6 +43,13 @@ extern "C" rmaop_status rmaop__dev_init(rmaop_ctx ctx) {
   RMAOP_REQUIRE(ctx, n > 0, RMAOP_ERR_UNSUPPORTED,
                 "memory kind \"device\": no CUDA device is visible to this process (cudaGetDeviceCount found none)");
   ctx->device = ctx->node_rank % n;
+  /* The GPU that was current stays the caller's: rmaop__dev_fini makes it current again, so a context made
+   * and destroyed in between (a one-rank context over MPI_COMM_SELF picks GPU 0) leaves another context's
+   * GPU current (rmaop.h: a context's calls need its GPU current). */
+  if (cudaGetDevice(&ctx->prev_device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    ctx->prev_device = -1;
+  }
   DEV_CHECK(ctx, cudaSetDevice(ctx->device));
   cudaStream_t s;
   DEV_CHECK(ctx, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -72,9 +79,13 @@ extern "C" rmaop_status rmaop__dev_check_waits(rmaop_ctx ctx) {
 }
 
 extern "C" void rmaop__dev_fini(rmaop_ctx ctx) {
+  const int restore = ctx->stream && ctx->prev_device >= 0 && ctx->prev_device != ctx->device ? ctx->prev_device : -1;
   if (ctx->stream) {
     cudaError_t e = cudaSuccess;
-    if (!drained(ctx, ctx->timeout, &e)) return; /* stuck on a peer's flag: leaked, not freed under it */
+    if (!drained(ctx, ctx->timeout, &e)) { /* stuck on a peer's flag: leaked, not freed under it */
+      if (restore >= 0) (void)cudaSetDevice(restore);
+      return;
+    }
     cudaStreamDestroy(STREAM(ctx));
   }
   if (ctx->dev_scratch) cudaFree(ctx->dev_scratch);
@@ -86,6 +97,7 @@ extern "C" void rmaop__dev_fini(rmaop_ctx ctx) {
   ctx->stream = NULL;
   ctx->dev_scratch = NULL;
   ctx->host_scratch = NULL;
+  if (restore >= 0) (void)cudaSetDevice(restore);
 }
 
 extern "C" rmaop_status rmaop__dev_malloc(rmaop_ctx ctx, size_t bytes, const char *what, void **out) {
