@@ -308,10 +308,12 @@ START_TEST(test_bad_options) {
 }
 END_TEST
 
-/* RMAOP_SOLVER_SCALARS: CGLS with its dots and step sizes on the device (the default on device memory) and
- * with them on the host give the same iterations, reason, history and x, with damping and a tolerance that
- * stops it early (on host memory both contexts run the host loop). */
+/* RMAOP_SOLVER_SCALARS=device (CGLS's dots and step sizes on the device; on host memory the host loop runs):
+ * against the serial reference (niter, damping, x0, a tolerance that stops it), and against
+ * RMAOP_SOLVER_SCALARS=host: the same iterations, reason, history and x. */
 START_TEST(test_cgls_scalars_host_device) {
+  setenv("RMAOP_SOLVER_SCALARS", "device", 1);
+  rmaop_ctx dctx = rt_ctx();
   setenv("RMAOP_SOLVER_SCALARS", "host", 1);
   rmaop_ctx hctx = rt_ctx();
   unsetenv("RMAOP_SOLVER_SCALARS");
@@ -319,7 +321,7 @@ START_TEST(test_cgls_scalars_host_device) {
   for (int k = 0; k < 2; ++k) {
     const rmaop_dtype d = dts[k];
     for (int stop_early = 0; stop_early < 2; ++stop_early) {
-      st_problem p[2] = {st_make_derivative(ctx, d), st_make_derivative(hctx, d)};
+      st_problem p[2] = {st_make_derivative(dctx, d), st_make_derivative(hctx, d)};
       /* kold at the start (x0 = 0): |A^H y|^2, as test_cgls_stopping computes it */
       double _Complex *yg = st_cvec(p[0].M.m), *r = st_cvec(p[0].M.n);
       for (int64_t i = 0; i < p[0].M.m; ++i)
@@ -327,6 +329,13 @@ START_TEST(test_cgls_scalars_host_device) {
       st_matvec(&p[0].M, 1, yg, r);
       const double k0 = cabs(st_vdot(p[0].M.n, r, r));
       free(yg), free(r);
+      if (stop_early) {
+        solve(&p[0], d, (run_cfg){.cgls = 1, .niter = 30, .tol = 0.2 * k0});
+      } else {
+        solve(&p[0], d, (run_cfg){.cgls = 1, .niter = 10});
+        solve(&p[0], d, (run_cfg){.cgls = 1, .niter = 10, .damp = 0.3, .with_x0 = 1});
+        solve(&p[0], d, (run_cfg){.cgls = 1, .niter = 4, .zero_y = 1});
+      }
       rmaop_solver_info info[2];
       rmaop_vec x[2], y[2];
       for (int c = 0; c < 2; ++c) {
@@ -372,6 +381,7 @@ START_TEST(test_cgls_scalars_host_device) {
     }
   }
   rmaop_ctx_destroy(&hctx);
+  rmaop_ctx_destroy(&dctx);
 }
 END_TEST
 
