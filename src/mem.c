@@ -4,13 +4,10 @@
 #include "device.h"
 
 /* Without CUDA, rmaop_ctx_create refuses device memory: every buffer is host memory. */
-#ifdef RMAOP_HAVE_CUDA
-#define ON_DEVICE(ctx) ((ctx)->memory == RMAOP_MEMORY_DEVICE)
-#endif
 
 rmaop_status rmaop__mem_calloc(rmaop_ctx ctx, size_t n, size_t size, const char *what, void **out) {
 #ifdef RMAOP_HAVE_CUDA
-  if (ON_DEVICE(ctx)) {
+  if (RMAOP__ON_DEVICE(ctx)) {
     RMAOP_REQUIRE(ctx, !size || n <= SIZE_MAX / size, RMAOP_ERR_NOMEM, "%zu x %zu bytes for %s overflow size_t", n,
                   size, what);
     return rmaop__dev_malloc(ctx, n * size, what, out);
@@ -22,7 +19,7 @@ rmaop_status rmaop__mem_calloc(rmaop_ctx ctx, size_t n, size_t size, const char 
 void rmaop__mem_free(rmaop_ctx ctx, void **p) {
   if (!*p) return; /* also where the owner failed before it had a context */
 #ifdef RMAOP_HAVE_CUDA
-  if (ON_DEVICE(ctx)) rmaop__dev_free(*p);
+  if (RMAOP__ON_DEVICE(ctx)) rmaop__dev_free(*p);
   else
 #endif
     free(*p);
@@ -31,7 +28,7 @@ void rmaop__mem_free(rmaop_ctx ctx, void **p) {
 
 rmaop_status rmaop__mem_copy(rmaop_ctx ctx, void *dst, const void *src, size_t bytes) {
 #ifdef RMAOP_HAVE_CUDA
-  if (ON_DEVICE(ctx)) return rmaop__dev_copy(ctx, dst, src, bytes);
+  if (RMAOP__ON_DEVICE(ctx)) return rmaop__dev_copy(ctx, dst, src, bytes);
 #endif
   if (bytes > 0 && dst != src) memcpy(dst, src, bytes);
   return RMAOP_OK;
@@ -39,7 +36,7 @@ rmaop_status rmaop__mem_copy(rmaop_ctx ctx, void *dst, const void *src, size_t b
 
 rmaop_status rmaop__mem_zero(rmaop_ctx ctx, rmaop_dtype dt, void *dst, int64_t n) {
 #ifdef RMAOP_HAVE_CUDA
-  if (ON_DEVICE(ctx)) return rmaop__dev_set(ctx, dt, dst, n, 0.0, 0.0);
+  if (RMAOP__ON_DEVICE(ctx)) return rmaop__dev_set(ctx, dt, dst, n, 0.0, 0.0);
 #endif
   if (n > 0) memset(dst, 0, (size_t)n * rmaop_dtype_size(dt));
   return RMAOP_OK;

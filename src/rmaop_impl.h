@@ -140,6 +140,14 @@ typedef struct rmaop__trace_rec rmaop__trace_rec;
 enum { RMAOP__IPC_PATH_AUTO, RMAOP__IPC_PATH_KERNEL, RMAOP__IPC_PATH_COPY };
 enum { RMAOP__SCALARS_AUTO, RMAOP__SCALARS_HOST, RMAOP__SCALARS_DEVICE };
 
+/* Whether an object with a `memory` field (a context, a vector) lives on the GPU; 0 without CUDA, where no
+ * device context can exist. */
+#ifdef RMAOP_HAVE_CUDA
+#define RMAOP__ON_DEVICE(obj) ((obj)->memory == RMAOP_MEMORY_DEVICE)
+#else
+#define RMAOP__ON_DEVICE(obj) 0
+#endif
+
 struct rmaop_ctx_s {
   MPI_Comm comm;          /* duplicate, MPI_ERRORS_RETURN */
   int rank, size;

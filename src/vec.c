@@ -11,12 +11,11 @@
 static int is_complex(rmaop_dtype dt) { return dt == RMAOP_C64 || dt == RMAOP_C128; }
 
 #ifdef RMAOP_HAVE_CUDA
-#define ON_DEVICE(v) ((v)->memory == RMAOP_MEMORY_DEVICE)
 #define DEV(call) (call)
 #else
-#define ON_DEVICE(v) 0
 #define DEV(call) RMAOP_ERR_INTERNAL /* never reached: no device vector exists without CUDA */
 #endif
+#define ON_DEVICE(v) RMAOP__ON_DEVICE(v)
 
 static rmaop_status check_vec(rmaop_ctx ctx, const char *fn, const char *name, rmaop_vec v) {
   RMAOP_REQUIRE(ctx, v != NULL, RMAOP_ERR_ARG, "%s: vector %s is NULL", fn, name);
