@@ -221,6 +221,12 @@ static rmaop_status nc_plan_end(rmaop_plan plan) {
   return rmaop__plan_unpack(plan, p->staging, plan->cur_src, plan->cur_dst, plan->cur_mode);
 }
 
+/* NCCL captures its own grouped sends and receives into CUDA graphs; the unpack kernels follow them. */
+static const char *nc_plan_capture_refusal(rmaop_plan plan) {
+  (void)plan;
+  return NULL;
+}
+
 /* ---- reductions ----------------------------------------------------------------------------------- */
 
 static rmaop_status slot_get(rmaop_ctx ctx, size_t count, nc_slot **out) {
@@ -339,6 +345,7 @@ const rmaop_backend rmaop__nccl_backend = {
     .plan_free = nc_plan_free,
     .plan_begin = nc_plan_begin,
     .plan_end = nc_plan_end,
+    .plan_capture_refusal = nc_plan_capture_refusal,
     .reduce_begin = nc_reduce_begin,
     .reduce_end = nc_reduce_end,
     .reduce = nc_reduce,

@@ -38,10 +38,16 @@ typedef struct {
   uint64_t bytes;
 } rma_ipc_copy;
 
+/* A flag write or wait. Its value is not a constant of the launch but taken from the window's device
+ * counter ctr[idx] (transport_ipc.c, "Flag values"): the entry first advances the counter by `adv` (the
+ * epochs begun with that peer since the counter's previous entry), then uses ctr[idx] + off. So a kernel
+ * replayed from a CUDA graph writes and waits for the values of its replay, not of its capture. */
 typedef struct {
   uint32_t *addr;
-  uint32_t value;
-  uint32_t slot; /* which slot (error reports) */
+  uint32_t adv; /* ctr[idx] += adv (cyclic) */
+  uint16_t idx; /* which counter: [0, P) "out" epochs with target idx, [P, 2P) "in" epochs with origin idx - P;
+                   a wait's idx is also the slot it waits on (error reports) */
+  uint16_t off; /* value = ctr[idx] + off: 1 for a "ready" announcing the next epoch, else 0 */
 } rma_ipc_flag;
 
 typedef struct {
@@ -53,6 +59,7 @@ typedef struct {
   uint64_t copy_bytes;           /* sum of copy[].bytes (sets the grid) */
   uint64_t timeout_ns;           /* per wait */
   unsigned *blocks_done;         /* device counter, zero between batches (the last block resets it) */
+  uint32_t *ctr;                 /* the window's flag-value counters, device memory, [2P] */
   rmaop__dev_wait_record *error; /* device address of the context's host-mapped record */
 } rma_ipc_batch;
 
@@ -64,13 +71,15 @@ int rma__ipc_batch_launch(void *stream, const rma_ipc_batch *batch);
  * flag[me] = epoch into every rank's flag area (release, system scope), waits until its own flag area
  * holds `epoch` from every rank (cyclic compare, bounded like the batch waits), then combines slots
  * 0..P-1 in rank order into `out`. Halves alternate by epoch: a rank writes half h again only two
- * reductions later, after every peer's kernel that read it has stored its next flag. */
+ * reductions later, after every peer's kernel that read it has stored its next flag. The reduction's number
+ * is not a launch parameter but *counter + 1 (device memory, stored back by the kernel): a kernel
+ * replayed from a CUDA graph uses the number of its replay. */
 enum { RMA_DRED_MAXP = 16, RMA_DRED_MAXC = 16 };
 typedef struct {
   const double *in;
   double *out;
-  int count, op, me, P, half;
-  uint32_t epoch;
+  int count, op, me, P;
+  uint32_t *counter;              /* reductions done on this context's window, device memory */
   double *slots[RMA_DRED_MAXP];   /* rank r's slot area, mapped here: [2][P][RMA_DRED_MAXC] doubles */
   uint32_t *flags[RMA_DRED_MAXP]; /* rank r's flag area, mapped here: P uint32 */
   uint64_t timeout_ns;

@@ -51,19 +51,30 @@ __device__ void copy_one(const rma_ipc_copy &c) {
     copy_units<char>(d, s, c.bytes);
 }
 
+/* The value of a flag entry: its counter, advanced by `adv`, plus `off`. Only one thread of a batch kernel
+ * resolves entries (the pre-waits run in a one-block grid, by the thread that later writes). */
+__device__ uint32_t resolve(const rma_ipc_flag &f, const rma_ipc_batch &b) {
+  const uint32_t c = b.ctr[f.idx] + f.adv;
+  b.ctr[f.idx] = c;
+  return c + f.off;
+}
+
 /* Spins until each flag holds at least its value (cyclic compare, as CU_STREAM_WAIT_VALUE_GEQ); false
  * after recording the first wait that outlasted the timeout. One thread. */
 __device__ bool wait_all(const rma_ipc_flag *flags, int n, const rma_ipc_batch &b) {
   for (int i = 0; i < n; ++i) {
     const rma_ipc_flag &f = flags[i];
+    const uint32_t want = resolve(f, b);
     const uint64_t start = global_ns();
     for (;;) {
       const uint32_t v = load_acquire_sys(f.addr);
-      if ((int32_t)(v - f.value) >= 0)
+      if ((int32_t)(v - want) >= 0)
         break;
       if (global_ns() - start > b.timeout_ns) {
-        b.error->slot = f.slot;
-        b.error->want = f.value;
+        for (int j = i + 1; j < n; ++j) /* the counters stay in step with the host's */
+          resolve(flags[j], b);
+        b.error->slot = f.idx; /* a wait's counter is its slot */
+        b.error->want = want;
         b.error->seen = v;
         __threadfence_system();
         b.error->failed = 1;
@@ -82,8 +93,15 @@ __global__ void __launch_bounds__(kThreads) batch_kernel(const rma_ipc_batch b) 
     if (threadIdx.x == 0)
       ready = wait_all(b.pre, b.npre, b);
     __syncthreads();
-    if (!ready)
+    if (!ready) {
+      if (threadIdx.x == 0) { /* nothing is stored, but the counters keep in step */
+        for (int i = 0; i < b.nwrite; ++i)
+          resolve(b.write[i], b);
+        for (int i = 0; i < b.nwait; ++i)
+          resolve(b.wait[i], b);
+      }
       return;
+    }
   }
   for (int i = 0; i < b.ncopy; ++i)
     copy_one(b.copy[i]);
@@ -105,15 +123,17 @@ __global__ void __launch_bounds__(kThreads) batch_kernel(const rma_ipc_batch b) 
   __syncthreads();
   if (!last || threadIdx.x != 0)
     return;
-  __threadfence_system();
+  __threadfence_system(); /* also after copy-engine copies that preceded the kernel on the stream */
   for (int i = 0; i < b.nwrite; ++i)
-    store_release_sys(b.write[i].addr, b.write[i].value);
+    store_release_sys(b.write[i].addr, resolve(b.write[i], b));
   wait_all(b.wait, b.nwait, b);
 }
 
 __global__ void dred_kernel(const rma_dred_args a) {
   const int t = threadIdx.x;
-  const size_t mine = ((size_t)a.half * a.P + a.me) * RMA_DRED_MAXC;
+  const uint32_t epoch = *(volatile uint32_t *)a.counter + 1u; /* this reduction's number */
+  const int half = (int)(epoch & 1u);
+  const size_t mine = ((size_t)half * a.P + a.me) * RMA_DRED_MAXC;
   if (t < a.count) {
     const double v = a.in[t];
     for (int r = 0; r < a.P; ++r)
@@ -123,21 +143,23 @@ __global__ void dred_kernel(const rma_dred_args a) {
   __syncthreads();
   if (t == 0)
     for (int r = 0; r < a.P; ++r)
-      store_release_sys(a.flags[r] + a.me, a.epoch);
+      store_release_sys(a.flags[r] + a.me, epoch);
   __shared__ int failed;
-  if (t == 0)
+  if (t == 0) {
     failed = 0;
+    *a.counter = epoch; /* every thread read the counter before the __syncthreads above */
+  }
   __syncthreads();
   if (t < a.P) { /* thread r waits for rank r's values */
     const uint32_t *f = a.flags[a.me] + t;
     const uint64_t start = global_ns();
     for (;;) {
       const uint32_t v = load_acquire_sys(f);
-      if ((int32_t)(v - a.epoch) >= 0)
+      if ((int32_t)(v - epoch) >= 0)
         break;
       if (global_ns() - start > a.timeout_ns) {
         a.error->slot = (unsigned)(a.P + t); /* rank t's "done" */
-        a.error->want = a.epoch;
+        a.error->want = epoch;
         a.error->seen = v;
         __threadfence_system();
         a.error->failed = 1;
@@ -149,7 +171,7 @@ __global__ void dred_kernel(const rma_dred_args a) {
   __syncthreads();
   if (failed || t >= a.count)
     return;
-  const double *own = a.slots[a.me] + (size_t)a.half * a.P * RMA_DRED_MAXC + t;
+  const double *own = a.slots[a.me] + (size_t)half * a.P * RMA_DRED_MAXC + t;
   double v = __ldcv(own);
   for (int r = 1; r < a.P; ++r) {
     const double w = __ldcv(own + (size_t)r * RMA_DRED_MAXC);

@@ -155,8 +155,15 @@ static rmaop_status plan_begin(rmaop_plan plan) {
   const char *src = rmaop__plan_send_src(plan);
   if (!src && plan->nsend > 0)
     return RMAOP_ERR_CUDA; /* recorded by the core */
-  RMAOP_CHECK(rma__epoch_begin(w, plan->nsend_peers, plan->send_peers, plan->nrecv_peers, plan->recv_peers, rp->flags));
-  rp->odd = rp->doubled && (w->epoch & 1);
+  /* Captured into a CUDA graph: the replays reuse the staging half of the capture, so no half may be
+   * skipped into without a handshake: full "ready" handshake, first half. The first epoch after a capture
+   * does the full handshake too, since its peers' last use of either half is unknown to the host. */
+  unsigned flags = rp->flags;
+  if (plan->capturing || w->captured)
+    flags = 0;
+  w->captured = plan->capturing;
+  RMAOP_CHECK(rma__epoch_begin(w, plan->nsend_peers, plan->send_peers, plan->nrecv_peers, plan->recv_peers, flags));
+  rp->odd = rp->doubled && !plan->capturing && (w->epoch & 1);
   const size_t es = plan->esize;
   for (int j = 0; j < plan->nsend; ++j) {
     const rmaop_transfer *t = &plan->send[j];
@@ -165,6 +172,21 @@ static rmaop_status plan_begin(rmaop_plan plan) {
                          half + (size_t)plan->send_disp[j] * es));
   }
   return rma__epoch_origin_done(w);
+}
+
+/* CUDA graphs: a plan without a window, or over an ipc window on the kernel path, whose flag values come
+ * from device counters (transport_ipc.c) and whose captured epochs use one staging half with the full
+ * handshake (plan_begin). */
+static const char *plan_capture_refusal(rmaop_plan plan) {
+  const rma_plan *rp = plan->backend_data;
+  if (!rp->win)
+    return NULL;
+  if (!rp->win->device)
+    return "its rma window is not GPU memory reached by ipc (MPI or host staging), so its epochs wait on the host";
+  if (!rma__ipc_graph_ok(rp->win))
+    return "the ipc copy path writes flag values fixed when the work is enqueued, which a replay would repeat; "
+           "RMAOP_IPC_PATH=kernel takes them from device counters";
+  return NULL;
 }
 
 /* Whether the end must wait until the context's stream has read the staging: when the stream reads it
@@ -251,7 +273,6 @@ typedef struct {
 typedef struct {
   rmaop_win dwin;  /* device reductions in one kernel (reduce_device): NULL until the first */
   int dstate;      /* 0: not tried yet, 1: dwin is an ipc window, -1: not available (the core's plan path) */
-  uint32_t depoch; /* device reductions so far (the flag value of the last one) */
   rmaop_win win; /* NULL until the first reduction on more than one rank */
   double *slots; /* [2][size][cap] */
   int64_t cap;   /* doubles per slot */
@@ -408,14 +429,16 @@ static rmaop_status reduce_end(rmaop_ctx ctx, void *req) {
  * core's gather plan (pack, epoch steps, unpack, combine: a dozen launches and memops): it stores this
  * rank's values into a slot of every rank's GPU window, then a flag, waits for every rank's flag and
  * sums the slots in rank order (rma/ipc_batch.h, rma__dred_launch). The window is an ipc window of
- * [2][P][16] doubles and P flags, made at the first such reduction (collective, as every call here);
- * halves alternate by reduction, flags hold the reduction's number. Nothing synchronizes the host. */
+ * [2][P][16] doubles, P flags and a counter of this rank's reductions (read and advanced by the kernel, so
+ * that a replayed CUDA graph numbers its reductions right), made at the first such reduction (collective,
+ * as every call here); halves alternate by reduction, flags hold the reduction's number. Nothing
+ * synchronizes the host. */
 static rmaop_status dred_window(rmaop_ctx ctx, rma_ctx *s) {
   s->dstate = -1;
   if (ctx->ipc_path != RMAOP__IPC_PATH_KERNEL || ctx->size > RMA_DRED_MAXP || ctx->node_size != ctx->size ||
       !rma__plan_on_device(ctx) || rma__gpu_over_mpi(ctx))
     return RMAOP_OK; /* the same answer on every rank: the inputs are the context's, agreed at creation */
-  const size_t P = (size_t)ctx->size, bytes = 2 * P * RMA_DRED_MAXC * sizeof(double) + P * sizeof(uint32_t);
+  const size_t P = (size_t)ctx->size, bytes = 2 * P * RMA_DRED_MAXC * sizeof(double) + (P + 1) * sizeof(uint32_t);
   void *base = NULL;
   RMAOP_CHECK(rma__win_make(ctx, 1, NULL, bytes, 1, &s->dwin, &base));
   if (!s->dwin->device || !s->dwin->ipc) { /* not an ipc window after all: the plan path */
@@ -432,8 +455,12 @@ static rmaop_status reduce_device(rmaop_ctx ctx, const double *in, double *out, 
   *done = 0;
   if (ctx->memory != RMAOP_MEMORY_DEVICE || count > RMA_DRED_MAXC)
     return RMAOP_OK;
-  if (s->dstate == 0)
+  if (s->dstate == 0) {
+    RMAOP_REQUIRE(ctx, !rmaop__dev_capturing(ctx), RMAOP_ERR_UNSUPPORTED,
+                  "rmaop_allreduce_enqueue: the first device reduction of a context creates its window (collective, "
+                  "synchronizing), which a CUDA graph capture cannot hold; run one reduction before capturing");
     RMAOP_CHECK(dred_window(ctx, s));
+  }
   if (s->dstate < 0)
     return RMAOP_OK;
   if (ctx->trace_on)
@@ -441,9 +468,8 @@ static rmaop_status reduce_device(rmaop_ctx ctx, const double *in, double *out, 
   const double t0 = rmaop__wtime();
   RMAOP_CHECK(rmaop__dev_check_waits(ctx));
   rma_dred_args a = {.in = in, .out = out, .count = (int)count, .op = (int)op, .me = ctx->rank, .P = ctx->size};
-  a.epoch = ++s->depoch;
-  a.half = (int)(a.epoch & 1u);
   const size_t flags_at = 2 * (size_t)ctx->size * RMA_DRED_MAXC * sizeof(double);
+  a.counter = (uint32_t *)(s->dwin->base + flags_at) + ctx->size;
   for (int r = 0; r < ctx->size; ++r) {
     a.slots[r] = (double *)s->dwin->peer_base[r];
     a.flags[r] = (uint32_t *)(s->dwin->peer_base[r] + flags_at);
@@ -479,6 +505,7 @@ const rmaop_backend rmaop__rma_backend = {
     .plan_free = plan_free,
     .plan_begin = plan_begin,
     .plan_end = plan_end,
+    .plan_capture_refusal = plan_capture_refusal,
     .reduce_begin = reduce_begin,
     .reduce_end = reduce_end,
     .reduce_transport = reduce_transport,

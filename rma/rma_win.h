@@ -91,6 +91,8 @@ struct rmaop_win_s {
   /* Set by a plan's end around rma__epoch_end on a GPU window: the end's waits stay pending, so that the
    * unpack (rma__ipc_local_copy) and the "ready" flags join them in one kernel on the ipc kernel path. */
   int fuse_unpack;
+  /* The last plan epoch was captured into a CUDA graph (rma_backend.c, plan_begin). */
+  int captured;
 
   /* Control area of the flag handshake: int64 slots. Slot r: "ready", written by target r (its
    * memory may take my next epoch). Slot size + r: "done", written by origin r (its puts of the
@@ -152,6 +154,9 @@ rmaop_status rma__ipc_build(rmaop_win w, void *user_base, size_t bytes);
 /* Collective when w->built: drains the stream, then a barrier (no peer may still write into memory
  * about to be freed), then unmaps and frees. Never fails loudly. */
 void rma__ipc_free(rmaop_win w);
+/* Whether epochs of this GPU window may be captured into a CUDA graph: the kernel path, whose flag
+ * values come from device counters. */
+int rma__ipc_graph_ok(rmaop_win w);
 /* Host-side completion of everything enqueued on the context's stream (the public epoch end promises
  * host visibility). Bounded by the context's timeout: RMAOP_ERR_TIMEOUT when a peer never signals. */
 rmaop_status rma__ipc_host_sync(rmaop_win w);

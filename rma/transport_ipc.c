@@ -18,14 +18,27 @@
  * (default 64 KiB) from device memory is not a copy-engine copy but an entry of a pending batch; the
  * step's flag writes and waits join it, and the step's end (rma__ipc_submit, called by epoch.c) launches
  * one kernel that stores the payloads into the peers' mappings, fences, stores the flags and spins on
- * the own flags (bounded: GPU-side timeouts). Once a copy-engine copy went out in an epoch step, that
- * step's flags are stream memops, whose implicit fence orders them after the copy. The default (auto)
+ * the own flags (bounded: GPU-side timeouts). A put that goes by copy engine (larger, or from host memory)
+ * launches the pending batch first; the flags after it go in the next kernel, after the copy in stream
+ * order (the kernel fences before it writes them). The default (auto)
  * is the copy path above: the kernel path has not been faster in any measurement yet (one H100, two
  * ranks under MPS: 8 B epoch 16.4 us against 14.2 us, CGLS deriv1d 2^20 195.6 against 183.8 us/it;
  * without MPS kernels of two processes time-slice: ~300 us per epoch); docs/PERFORMANCE.md. A plan's end
  * is one kernel on this path (waits, the unpack's copies through rma__ipc_local_copy, the "ready" flags),
  * which brought it to parity with the copy path there, not below; the stores and flags inside the kernel
  * that produces the data are not built (ARCHITECTURE.md).
+ *
+ * Flag values on the kernel path come from device counters, so that an epoch captured into a CUDA graph
+ * is right on every replay: a value fixed at enqueue time would be written and waited for again, stale.
+ * The window keeps 2P uint32 counters in device memory, one per per-pair counter of rma_win.h (out_epochs[t]
+ * at t, in_epochs[o] at P + o). Every flag value is such a counter, or one more (a "ready" for the next
+ * epoch). An entry carries its counter, adv = how far the host's counter moved since the counter's previous
+ * entry (`snap`), and off = value - counter; the kernel advances the device counter by adv and writes or
+ * waits for counter + off. Eagerly the device counters then equal the host's; replayed, each replay
+ * advances them by the epochs the captured work began, which is what the peers replaying the same graph
+ * expect. Every counter a begin advances is used by an entry of the same epoch (the "done" flags), so no
+ * advance is left pending outside a batch. The copy path's stream memops take constants and cannot be
+ * captured (rma_backend.c refuses).
  *
  * epoch.c runs every sync mode of a GPU window as its flag handshake (the mapping is written there).
  * Timeouts: a kernel wait gives up after the context's timeout (GPU global timer) and records which
@@ -60,9 +73,10 @@ typedef struct {
   void **data_map;      /* [size] cudaIpcOpenMemHandle results for the peers' memory (to close) */
   unsigned wait_flags;
   rma_ipc_batch batch;    /* the epoch step's pending kernel work (ipc_batch.h) */
-  int ce_dirty;           /* a copy-engine copy went out in this epoch step: its flags are stream memops */
   int kernel;             /* the kernel path (RMAOP_IPC_PATH=kernel) towards every peer, else copies and memops */
   unsigned *blocks_done;  /* device counter of the batch kernel */
+  uint32_t *ctr;          /* kernel path: flag-value counters, device memory [2P] (top of this file) */
+  int64_t *snap;          /* [2P] host value of each counter at its last entry */
 } ipc_state;
 
 #define STREAM(w) ((cudaStream_t)(w)->ctx->stream)
@@ -135,6 +149,7 @@ static rmaop_status launch_batch(rmaop_win w) {
   const double ns = w->ctx->timeout * 1e9;
   b->timeout_ns = ns < 1e18 ? (uint64_t)ns : (uint64_t)1e18; /* RMAOP_TIMEOUT may be any positive number */
   b->blocks_done = s->blocks_done;
+  b->ctr = s->ctr;
   b->error = (rmaop__dev_wait_record *)w->ctx->dev_wait_record_dev;
   const cudaError_t e = (cudaError_t)rma__ipc_batch_launch(STREAM(w), b);
   b->ncopy = b->nwrite = b->nwait = b->npre = 0;
@@ -153,9 +168,12 @@ rmaop_status rma__ipc_submit(rmaop_win w, int may_defer) {
   const rma_ipc_batch *b = &s->batch;
   if (may_defer && b->ncopy + b->nwrite + b->nwait == 0)
     return RMAOP_OK; /* only waits for "ready" (or nothing): they join the puts that follow */
-  RMAOP_CHECK(launch_batch(w));
-  s->ce_dirty = 0; /* the step's flags were ordered after its copies */
-  return RMAOP_OK;
+  return launch_batch(w);
+}
+
+int rma__ipc_graph_ok(rmaop_win w) {
+  const ipc_state *s = w->ipc;
+  return s && s->kernel;
 }
 
 /* A copy inside this rank's GPU memory (a plan's unpack) as an entry of the pending batch: it then runs
@@ -198,17 +216,14 @@ static rmaop_status ipc_put(rmaop_win w, const void *origin, size_t bytes, int t
     b->copy_bytes += bytes;
     return RMAOP_OK;
   }
-  RMAOP_CHECK(launch_batch(w));
+  RMAOP_CHECK(launch_batch(w)); /* the flags that follow go in a later kernel (or memop): after the copy */
   IPC_CHECK(w->ctx, cudaMemcpyAsync(dst, origin, bytes, cudaMemcpyDefault, STREAM(w)));
-  s->ce_dirty = 1;
   return RMAOP_OK;
 }
 
 static rmaop_status ipc_get(rmaop_win w, void *origin, size_t bytes, int target, size_t disp) {
-  ipc_state *s = w->ipc;
-  RMAOP_CHECK(launch_batch(w));
+  RMAOP_CHECK(launch_batch(w)); /* a "done" must not overtake the read: it follows in stream order */
   IPC_CHECK(w->ctx, cudaMemcpyAsync(origin, w->peer_base[target] + disp, bytes, cudaMemcpyDefault, STREAM(w)));
-  s->ce_dirty = 1; /* a "done" must not overtake the read */
   return RMAOP_OK;
 }
 
@@ -216,14 +231,25 @@ static rmaop_status ipc_flush(rmaop_win w, int peer) {
   return RMAOP_OK; /* stream order: the notify that follows is fenced after the copies */
 }
 
+/* A flag entry of the kernel path on counter `idx` (top of this file, "Flag values"). */
+static rma_ipc_flag flag_entry(rmaop_win w, uint32_t *addr, int idx, int64_t value) {
+  ipc_state *s = w->ipc;
+  const int64_t c = idx < w->size ? w->out_epochs[idx] : w->in_epochs[idx - w->size];
+  const rma_ipc_flag f = {addr, (uint32_t)(c - s->snap[idx]), (uint16_t)idx, (uint16_t)(value - c)};
+  s->snap[idx] = c;
+  return f;
+}
+
 static rmaop_status ipc_notify(rmaop_win w, int peer, int slot, int64_t value) {
   ipc_state *s = w->ipc;
   rma_ipc_batch *b = &s->batch;
   uint32_t *flag = s->peer_ctrl[peer] + slot;
-  if (s->kernel && !s->ce_dirty) {
+  if (s->kernel) {
     if (b->nwait || b->nwrite == RMA_IPC_BATCH_MAX)
       RMAOP_CHECK(launch_batch(w)); /* writes come before waits in a batch */
-    b->write[b->nwrite++] = (rma_ipc_flag){flag, (uint32_t)value, (uint32_t)slot};
+    /* "ready" to origin peer counts in_epochs[peer]; "done" to target peer counts out_epochs[peer] */
+    const int idx = slot < w->size ? w->size + peer : peer;
+    b->write[b->nwrite++] = flag_entry(w, flag, idx, value);
     return RMAOP_OK;
   }
   RMAOP_CHECK(launch_batch(w));
@@ -236,7 +262,10 @@ static rmaop_status ipc_wait_flag(rmaop_win w, int slot, int64_t value) {
   ipc_state *s = w->ipc;
   rma_ipc_batch *b = &s->batch;
   if (s->kernel) {
-    const rma_ipc_flag f = {s->ctrl + slot, (uint32_t)value, (uint32_t)slot};
+    /* "ready" from target t = slot counts out_epochs[t] (counter t); "done" from origin o = slot - P counts
+     * in_epochs[o] (counter P + o): the counter is the slot */
+    const int idx = slot;
+    const rma_ipc_flag f = flag_entry(w, s->ctrl + slot, idx, value);
     if (b->ncopy + b->nwrite + b->nwait == 0 && b->npre < RMA_IPC_BATCH_MAX) {
       b->pre[b->npre++] = f; /* before anything else of the batch: may go ahead of later stores */
       return RMAOP_OK;
@@ -294,6 +323,12 @@ static rmaop_status make_local(rmaop_win w, void *user_base, size_t bytes, ipc_c
   RMAOP_CHECK(rmaop__calloc(ctx, P, sizeof *s->data_map, "ipc memory mappings", (void **)&s->data_map));
   RMAOP_CHECK(rmaop__dev_malloc(ctx, sizeof *s->blocks_done, "ipc batch counter", (void **)&s->blocks_done));
   s->kernel = ctx->ipc_path == RMAOP__IPC_PATH_KERNEL; /* auto: copy (see the top of this file) */
+  RMAOP_REQUIRE(ctx, !s->kernel || P <= 32768, RMAOP_ERR_UNSUPPORTED,
+                "the ipc kernel path indexes flag counters with 16 bits: %zu ranks are too many", P);
+  if (s->kernel) {
+    RMAOP_CHECK(rmaop__dev_malloc(ctx, 2 * P * sizeof *s->ctr, "ipc flag counters", (void **)&s->ctr));
+    RMAOP_CHECK(rmaop__calloc(ctx, 2 * P, sizeof *s->snap, "ipc flag counters", (void **)&s->snap));
+  }
 
   void *alloc_base = NULL; /* the allocation whose handle we publish */
   size_t offset = 0;
@@ -420,6 +455,8 @@ void rma__ipc_free(rmaop_win w) {
   rmaop__dev_free(s->alloc);
   rmaop__dev_free(s->ctrl);
   rmaop__dev_free(s->blocks_done);
+  rmaop__dev_free(s->ctr);
+  free(s->snap);
   free(s->peer_ctrl);
   free(s->data_map);
   free(s);

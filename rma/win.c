@@ -466,6 +466,11 @@ rmaop_status rmaop_win_epoch_begin(rmaop_win win, int ntargets, const int *targe
                 "rmaop_win_epoch_begin: ntargets = %d with targets %s", ntargets, targets ? "given" : "NULL");
   RMAOP_REQUIRE(ctx, norigins >= 0 && (norigins == 0 || origins != NULL), RMAOP_ERR_ARG,
                 "rmaop_win_epoch_begin: norigins = %d with origins %s", norigins, origins ? "given" : "NULL");
+#ifdef RMAOP_HAVE_CUDA
+  RMAOP_REQUIRE(ctx, !((win->device || win->dev_mpi) && rmaop__dev_capturing(ctx)), RMAOP_ERR_UNSUPPORTED,
+                "rmaop_win_epoch_begin: the context's GPU stream is being captured into a CUDA graph, and a public "
+                "epoch ends in a host wait (it promises host visibility); capture plans instead");
+#endif
   win->ops = win->op_bytes = 0;
   win->t_begin = ctx->trace_on ? rmaop__wtime() : 0.0;
   return rma__epoch_begin(win, ntargets, targets, norigins, origins, 0);

@@ -18,6 +18,12 @@ typedef struct rmaop_backend {
    * plan->cur_dst with rmaop__plan_unpack() (self transfers included). Neighbor-collective. */
   rmaop_status (*plan_begin)(rmaop_plan plan);
   rmaop_status (*plan_end)(rmaop_plan plan);
+  /* Optional: why an execution of `plan` cannot be captured into a CUDA graph on the context's stream
+   * (a static phrase), or NULL when it can: its begin and end then enqueue stream work only, and a replay
+   * of the captured work is correct (flag values and buffer halves taken from device state, not from the
+   * capture). The core asks only while the stream is capturing; NULL hook: only plans that move nothing
+   * between ranks can be captured. While capturing, plan->capturing is 1 in begin and end. */
+  const char *(*plan_capture_refusal)(rmaop_plan plan);
   /* Reduction of `count` doubles (collective); out valid after reduce_end. The result must be
    * identical on every rank. *req is backend state freed by reduce_end. */
   rmaop_status (*reduce_begin)(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op,

@@ -12,7 +12,7 @@
 
 static const char *const trace_names[] = {"0", "1", "sync", NULL}; /* = RMAOP_TRACE_OFF, _ON, _SYNCED */
 static const char *const ipc_path_names[] = {"auto", "kernel", "copy", NULL}; /* = RMAOP__IPC_PATH_* */
-static const char *const scalars_names[] = {"auto", "host", "device", NULL}; /* = RMAOP__SCALARS_* */
+static const char *const scalars_names[] = {"auto", "host", "device", "graph", NULL}; /* = RMAOP__SCALARS_* */
 
 void rmaop_ctx_options_init(rmaop_ctx_options *opts) {
   if (!opts) return;
@@ -192,6 +192,15 @@ rmaop_status rmaop_ctx_synchronize(rmaop_ctx ctx) {
 #ifdef RMAOP_HAVE_CUDA
   if (ctx->memory == RMAOP_MEMORY_DEVICE) return rmaop__dev_sync(ctx);
 #endif
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_ctx_stream(rmaop_ctx ctx, void **stream) {
+  RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_ctx_stream: ctx is NULL");
+  RMAOP_REQUIRE(ctx, stream != NULL, RMAOP_ERR_ARG, "rmaop_ctx_stream: stream (output) is NULL");
+  RMAOP_REQUIRE(ctx, ctx->memory == RMAOP_MEMORY_DEVICE, RMAOP_ERR_ARG,
+                "rmaop_ctx_stream: the context uses host memory and has no GPU stream (RMAOP_MEMORY=device makes one)");
+  *stream = ctx->stream;
   return RMAOP_OK;
 }
 

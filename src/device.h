@@ -36,6 +36,10 @@ rmaop_status rmaop__dev_copy(rmaop_ctx ctx, void *dst, const void *src, size_t b
  * reports a GPU-side wait that gave up (rmaop__dev_check_waits). rmaop__dev_sync: the same, generic. */
 rmaop_status rmaop__dev_drain(rmaop_ctx ctx, const char *what);
 rmaop_status rmaop__dev_sync(rmaop_ctx ctx);
+/* 1 while the context's stream is being captured into a CUDA graph (cudaStreamIsCapturing: active). The
+ * drain above then refuses (RMAOP_ERR_UNSUPPORTED, `what` in the message) before any CUDA call that would
+ * invalidate the capture: the caller can still end it. */
+int rmaop__dev_capturing(rmaop_ctx ctx);
 
 /* Where a kernel that waited in vain for a peer's flag (the ipc transport's epoch kernels) records it:
  * host-mapped, one per context (ctx->dev_wait_record; the kernels get its device address), zero while
@@ -81,6 +85,15 @@ rmaop_status rmaop__dev_cgls_scalars(rmaop_ctx ctx, const double *d, double damp
 /* n device doubles copied to page-locked host memory behind the stream's work (begin), and the wait for
  * them (polls, bounded by 1.25 x the context's timeout; reports a GPU-side wait that gave up). */
 rmaop_status rmaop__dev_fetch_begin(rmaop_ctx ctx, double *host, const double *dev, int n);
+/* The event rmaop__dev_fetch_wait waits for, alone: behind a replayed graph that holds the copy itself. */
+rmaop_status rmaop__dev_fetch_mark(rmaop_ctx ctx);
+/* CUDA graphs of the context's stream (capture mode: this thread only). capture_end always ends the
+ * capture: *exec is the instantiated graph (NULL when `keep` is 0 or nothing was captured), *nodes how many
+ * operations were captured. */
+rmaop_status rmaop__dev_capture_begin(rmaop_ctx ctx);
+rmaop_status rmaop__dev_capture_end(rmaop_ctx ctx, int keep, void **exec, size_t *nodes);
+rmaop_status rmaop__dev_graph_launch(rmaop_ctx ctx, void *exec);
+void rmaop__dev_graph_free(void *exec);
 rmaop_status rmaop__dev_fetch_wait(rmaop_ctx ctx, const char *what);
 /* out[i] = slots[0 * count + i] op slots[1 * count + i] op ... in rank order (device memory, enqueued). */
 rmaop_status rmaop__dev_reduce_slots(rmaop_ctx ctx, const double *slots, int P, int64_t count, rmaop_redop op,

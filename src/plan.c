@@ -367,6 +367,23 @@ rmaop_status rmaop_plan_begin(rmaop_plan plan, const void *src, void *dst, rmaop
                 "rmaop_plan_begin: src is NULL but plan \"%s\" sends data", plan->label);
   RMAOP_REQUIRE(ctx, dst != NULL || (plan->nrecv == 0 && plan->nself == 0), RMAOP_ERR_ARG,
                 "rmaop_plan_begin: dst is NULL but plan \"%s\" receives data", plan->label);
+  plan->capturing = 0;
+#ifdef RMAOP_HAVE_CUDA
+  if (ctx->memory == RMAOP_MEMORY_DEVICE && rmaop__dev_capturing(ctx)) {
+    const int remote = plan->nsend_peers + plan->nrecv_peers > 0;
+    const char *why = !plan->dev_native && plan->nsend + plan->nrecv > 0
+                          ? "it stages through host memory, which waits for the stream on the host"
+                      : ctx->backend->plan_capture_refusal ? ctx->backend->plan_capture_refusal(plan)
+                      : remote                             ? "this backend's messages are host-side MPI calls"
+                                                           : NULL;
+    RMAOP_REQUIRE(ctx, why == NULL, RMAOP_ERR_UNSUPPORTED,
+                  "rmaop_plan_begin: plan \"%s\" (backend %s) cannot be captured into a CUDA graph: %s (README, "
+                  "\"CUDA graphs\", lists what can)",
+                  plan->label, ctx->backend->name, why);
+    plan->capturing = 1;
+    ctx->captured_plans++;
+  }
+#endif
   plan->cur_src = src;
   plan->cur_dst = dst;
   plan->cur_mode = mode;

@@ -138,7 +138,7 @@ typedef struct rmaop__trace_rec rmaop__trace_rec;
 
 /* How the ipc transport moves small epochs (RMAOP_IPC_PATH; order of ctx.c's ipc_path_names). */
 enum { RMAOP__IPC_PATH_AUTO, RMAOP__IPC_PATH_KERNEL, RMAOP__IPC_PATH_COPY };
-enum { RMAOP__SCALARS_AUTO, RMAOP__SCALARS_HOST, RMAOP__SCALARS_DEVICE };
+enum { RMAOP__SCALARS_AUTO, RMAOP__SCALARS_HOST, RMAOP__SCALARS_DEVICE, RMAOP__SCALARS_GRAPH };
 
 /* Whether an object with a `memory` field (a context, a vector) lives on the GPU; 0 without CUDA, where no
  * device context can exist. */
@@ -182,6 +182,7 @@ struct rmaop_ctx_s {
   double *host_scratch; /* page-locked doubles: where dot partials land on the host */
   void *fetch_event;    /* cudaEvent_t behind rmaop__dev_fetch_begin's copy (created at first use) */
   int solver_scalars;   /* RMAOP_SOLVER_SCALARS: RMAOP__SCALARS_* */
+  uint64_t captured_plans;   /* plan executions captured into CUDA graphs so far (rmaop_plan_begin) */
   void *dev_wait_record;     /* host-mapped rmaop__dev_wait_record (device.h) */
   void *dev_wait_record_dev; /* its device address */
   int mpi_cuda_aware;   /* the MPI library accepts device pointers (MPIX_Query_cuda_support at creation) */
@@ -268,6 +269,7 @@ struct rmaop_plan_s {
    * memory: rmaop__plan_send_src() copies the send ranges to host_src, and rmaop__plan_unpack() copies
    * a host staging to dev_staging before the device kernels apply it. */
   int dev_native;
+  int capturing;           /* this execution is being captured into a CUDA graph (rmaop_plan_begin) */
   void *host_src;          /* [src_len] host shadow of src: only the send ranges are written */
   void *dev_staging;       /* [recv_total] device copy of a host staging */
 

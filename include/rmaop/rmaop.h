@@ -143,6 +143,28 @@ rmaop_status rmaop_ctx_get_info(rmaop_ctx ctx, rmaop_ctx_info *info);
  */
 rmaop_status rmaop_ctx_synchronize(rmaop_ctx ctx);
 
+/**
+ * The context's GPU stream (a cudaStream_t) in @p *stream, for ordering your own work with rmaop's and for
+ * capturing rmaop's work into a CUDA graph. Not collective.
+ *
+ * CUDA graphs: between cudaStreamBeginCapture(stream, ...) and cudaStreamEndCapture() on this stream, plan
+ * executions (rmaop_plan_begin/end, and the operators' applies built on them), the device vector kernels
+ * that return nothing to the host and rmaop_allreduce_enqueue() are recorded instead of run, and every
+ * cudaGraphLaunch() of the graph replays them with fresh epoch flags: each replay is a new epoch exchange
+ * with the peers, which must replay the same graph, as often and in the same order relative to the other
+ * rmaop work on these plans. Capturable: every plan on one rank; the nccl backend; the rma backend over
+ * ipc on the kernel path (RMAOP_IPC_PATH=kernel), whose flag values come from device counters. Not
+ * capturable (RMAOP_ERR_UNSUPPORTED names the reason, before anything is enqueued, so the capture can still be
+ * ended): the twosided backend and rma over MPI or host staging (their messages are host-side MPI calls),
+ * the ipc copy path (its flag values are fixed when enqueued), public window epochs (their end waits on the
+ * host), and any call that waits on the host or allocates: dots and norms returning doubles,
+ * rmaop_ctx_synchronize(), the first execution of a plan or the first device reduction of a context (run
+ * the work once before capturing). A replay is stream-ordered like any rmaop call: synchronize the stream
+ * (or use rmaop_ctx_synchronize() after the capture ended) before the host reads results.
+ * @return RMAOP_ERR_ARG when @p ctx is not a device context (host memory has no stream).
+ */
+rmaop_status rmaop_ctx_stream(rmaop_ctx ctx, void **stream);
+
 /** Comma-separated names of the backends built into this library ("rma,twosided[,nccl]"). */
 const char *rmaop_backends_available(void);
 
@@ -684,6 +706,9 @@ typedef struct {
   double *history;    /**< iterations + 1 residual norms (CGLS: ||y - A x_k||); free with rmaop_solver_info_free */
   double time_total;  /**< seconds in the solver */
   double time_comm;   /**< of which in plan executions and reductions (begin to end, from the trace clock) */
+  int graph;          /**< 1: the iterations were replayed from a CUDA graph (CGLS, RMAOP_SOLVER_SCALARS=graph, on a
+                           path that can capture: rmaop_ctx_stream); the trace then holds the captured iteration
+                           once, and time_comm only its capture */
 } rmaop_solver_info;
 
 void rmaop_solver_options_init(rmaop_solver_options *opts);

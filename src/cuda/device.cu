@@ -102,6 +102,12 @@ extern "C" void rmaop__dev_fini(rmaop_ctx ctx) {
 
 extern "C" rmaop_status rmaop__dev_malloc(rmaop_ctx ctx, size_t bytes, const char *what, void **out) {
   void *p = NULL;
+  if (bytes && rmaop__dev_capturing(ctx))
+    return RMAOP_ERROR(ctx, RMAOP_ERR_UNSUPPORTED,
+                       "allocating %s (%zu bytes of GPU memory, zeroed and waited for) while the context's stream is "
+                       "being captured into a CUDA graph: run the same work once before capturing, so that it is "
+                       "allocated then",
+                       what, bytes);
   if (bytes) {
     cudaError_t e = cudaMalloc(&p, bytes);
     if (e != cudaSuccess)
@@ -147,8 +153,23 @@ extern "C" rmaop_status rmaop__dev_copy(rmaop_ctx ctx, void *dst, const void *sr
   return RMAOP_OK;
 }
 
+extern "C" int rmaop__dev_capturing(rmaop_ctx ctx) {
+  cudaStreamCaptureStatus c = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(STREAM(ctx), &c) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return c != cudaStreamCaptureStatusNone; /* active, or invalidated: either way no host wait now */
+}
+
 extern "C" rmaop_status rmaop__dev_drain(rmaop_ctx ctx, const char *what) {
   cudaError_t e = cudaSuccess;
+  if (rmaop__dev_capturing(ctx))
+    return RMAOP_ERROR(ctx, RMAOP_ERR_UNSUPPORTED,
+                       "%s: this waits on the host for the context's GPU stream, which is being captured into a CUDA "
+                       "graph (a capture cannot hold a host wait); end the capture first, or capture only "
+                       "stream-ordered work (README, \"CUDA graphs\")",
+                       what);
   /* A quarter more than the timeout: a kernel wait that gives up (same timeout, started earlier) then
    * gets to say which peer it waited for. */
   if (drained(ctx, 1.25 * ctx->timeout, &e)) return rmaop__dev_check_waits(ctx);
@@ -429,14 +450,50 @@ extern "C" rmaop_status rmaop__dev_cgls_scalars(rmaop_ctx ctx, const double *d, 
 /* Host copies of device values, read a little later (the solvers' convergence checks): an async copy into
  * page-locked memory and an event after it; the wait polls the event, bounded like a drain. */
 extern "C" rmaop_status rmaop__dev_fetch_begin(rmaop_ctx ctx, double *host, const double *dev, int n) {
+  DEV_CHECK(ctx, cudaMemcpyAsync(host, dev, (size_t)n * sizeof(double), cudaMemcpyDeviceToHost, STREAM(ctx)));
+  return rmaop__dev_fetch_mark(ctx);
+}
+
+extern "C" rmaop_status rmaop__dev_fetch_mark(rmaop_ctx ctx) {
   if (!ctx->fetch_event) {
     cudaEvent_t e;
     DEV_CHECK(ctx, cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     ctx->fetch_event = e;
   }
-  DEV_CHECK(ctx, cudaMemcpyAsync(host, dev, (size_t)n * sizeof(double), cudaMemcpyDeviceToHost, STREAM(ctx)));
   DEV_CHECK(ctx, cudaEventRecord((cudaEvent_t)ctx->fetch_event, STREAM(ctx)));
   return RMAOP_OK;
+}
+
+extern "C" rmaop_status rmaop__dev_capture_begin(rmaop_ctx ctx) {
+  DEV_CHECK(ctx, cudaStreamBeginCapture(STREAM(ctx), cudaStreamCaptureModeThreadLocal));
+  return RMAOP_OK;
+}
+
+extern "C" rmaop_status rmaop__dev_capture_end(rmaop_ctx ctx, int keep, void **exec, size_t *nodes) {
+  cudaGraph_t g = NULL;
+  *exec = NULL;
+  *nodes = 0;
+  cudaError_t e = cudaStreamEndCapture(STREAM(ctx), &g);
+  if (e == cudaSuccess && g) e = cudaGraphGetNodes(g, NULL, nodes);
+  if (e == cudaSuccess && g && keep && *nodes > 0) {
+    cudaGraphExec_t x = NULL;
+    e = cudaGraphInstantiate(&x, g, 0);
+    if (e == cudaSuccess) *exec = x;
+  }
+  if (g) cudaGraphDestroy(g);
+  if (e != cudaSuccess)
+    return RMAOP_ERROR(ctx, RMAOP_ERR_CUDA, "capturing a CUDA graph on the context's stream: %s (%s)",
+                       cudaGetErrorString(e), cudaGetErrorName(e));
+  return RMAOP_OK;
+}
+
+extern "C" rmaop_status rmaop__dev_graph_launch(rmaop_ctx ctx, void *exec) {
+  DEV_CHECK(ctx, cudaGraphLaunch((cudaGraphExec_t)exec, STREAM(ctx)));
+  return RMAOP_OK;
+}
+
+extern "C" void rmaop__dev_graph_free(void *exec) {
+  if (exec) cudaGraphExecDestroy((cudaGraphExec_t)exec);
 }
 
 extern "C" rmaop_status rmaop__dev_fetch_wait(rmaop_ctx ctx, const char *what) {

@@ -5,8 +5,11 @@
  * neighbours are one peer. INSERT and ADD (dst preset to w), and the reversed plan is the transpose
  * (<P x, y> = <x, P^T y>). Buffers are the arrays of device vectors (rmaop_vec_get_array). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cuda_runtime.h>
 
 #include "rmaop_test.h"
 #if defined(OPEN_MPI) && OPEN_MPI
@@ -170,6 +173,166 @@ START_TEST(test_public_gpu_window) {
 }
 END_TEST
 
+/* ---- CUDA graphs ---- */
+
+/* Whether this run's path may capture plans (rmaop.h, rmaop_ctx_stream): one rank, nccl, or rma over ipc on
+ * the kernel path. Taken from the environment the test list sets, not from the library. */
+static int capture_expected(void) {
+  const char *b = getenv("RMAOP_BACKEND"), *t = getenv("RMAOP_RMA_TRANSPORT"), *k = getenv("RMAOP_IPC_PATH");
+  if (rt_size == 1 || (b && strcmp(b, "nccl") == 0))
+    return 1;
+  return b && strcmp(b, "rma") == 0 && t && strcmp(t, "ipc") == 0 && k && strcmp(k, "kernel") == 0;
+}
+
+#define CUDA_OK(call)                                                                                                  \
+  do {                                                                                                                 \
+    cudaError_t e_ = (call);                                                                                           \
+    RT_CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                                              \
+  } while (0)
+
+/* src = v(rank, i) * (1 + round), written on the context's stream (ordered before the next launch). */
+static void set_round(rmaop_vec x, cudaStream_t st, double *h, int round) {
+  for (int64_t i = 0; i < N; ++i)
+    h[i] = creal(v(rt_rank, i)) * (1 + round);
+  CUDA_OK(cudaMemcpyAsync(arr(x), h, N * sizeof(double), cudaMemcpyHostToDevice, st));
+}
+
+static void check_round(rmaop_vec y, cudaStream_t st, int round, const char *what) {
+  double h[M];
+  CUDA_OK(cudaStreamSynchronize(st));
+  RT_OK(rmaop_vec_read_local(y, h));
+  for (int64_t j = 0; j < M; ++j)
+    RT_CHECK(h[j] == creal(expected(j)) * (1 + round), "%s, round %d: element %lld is %.17g, want %.17g", what, round,
+             (long long)j, h[j], creal(expected(j)) * (1 + round));
+}
+
+/* One capture of `execs` executions of p (src x -> dst y), replayed `replays` times with new data before each
+ * replay; then `eager` executions outside the graph. Every round checks all of dst. */
+static void capture_and_replay(rmaop_plan p, rmaop_vec x, rmaop_vec y, cudaStream_t st, int execs, int replays,
+                               int eager, int *round) {
+  double h[N];
+  cudaGraph_t g = NULL;
+  cudaGraphExec_t ge = NULL;
+  set_round(x, st, h, *round); /* before the capture: not part of the graph */
+  CUDA_OK(cudaStreamSynchronize(st));
+  CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+  for (int e = 0; e < execs; ++e)
+    RT_OK(rmaop_plan_execute(p, arr(x), arr(y), RMAOP_INSERT));
+  CUDA_OK(cudaStreamEndCapture(st, &g));
+  CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
+  for (int r = 0; r < replays; ++r, ++*round) {
+    set_round(x, st, h, *round);
+    CUDA_OK(cudaGraphLaunch(ge, st));
+    check_round(y, st, *round, "graph replay");
+  }
+  for (int r = 0; r < eager; ++r, ++*round) {
+    set_round(x, st, h, *round);
+    RT_OK(rmaop_plan_execute(p, arr(x), arr(y), RMAOP_INSERT));
+    check_round(y, st, *round, "eager execution after replays");
+  }
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+}
+
+/* A plan captured into a CUDA graph and replayed: every replay is a new exchange with fresh data, and eager
+ * executions before, between and after graphs stay right (flag values from device counters, staging halves);
+ * captures of one and of two executions (the staging's epoch parity). On paths that cannot capture, the
+ * begin refuses with RMAOP_ERR_UNSUPPORTED naming the reason and leaves the capture valid; host waits
+ * (rmaop_ctx_synchronize, dots) and public epochs refuse the same way on every path. */
+START_TEST(test_plan_graph_capture) {
+  void *sv = NULL;
+  RT_OK(rmaop_ctx_stream(ctx, &sv));
+  cudaStream_t st = (cudaStream_t)sv;
+  rmaop_plan p = make_plan(RMAOP_F64);
+  rmaop_vec x = vec_of(N, RMAOP_F64, v), y = vec_of(M, RMAOP_F64, NULL);
+  RT_OK(rmaop_plan_execute(p, arr(x), arr(y), RMAOP_INSERT)); /* creates the window: before any capture */
+  check_round(y, st, 0, "eager execution");
+
+  /* Host waits refuse inside a capture, which stays valid. */
+  cudaGraph_t g = NULL;
+  CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+  rmaop_status s1 = rmaop_ctx_synchronize(ctx);
+  char msg1[512];
+  snprintf(msg1, sizeof msg1, "%s", rmaop_ctx_last_error(ctx));
+  double _Complex dot = 0;
+  rmaop_status s2 = rmaop_vec_dot(x, x, &dot);
+  CUDA_OK(cudaStreamEndCapture(st, &g));
+  if (g)
+    cudaGraphDestroy(g);
+  RT_CHECK(s1 == RMAOP_ERR_UNSUPPORTED && strstr(msg1, "CUDA graph"), "rmaop_ctx_synchronize while capturing: %s: %s",
+           rmaop_status_string(s1), msg1);
+  RT_CHECK(s2 == RMAOP_ERR_UNSUPPORTED, "rmaop_vec_dot while capturing: %s", rmaop_status_string(s2));
+
+  int round = 1;
+  if (rt_all(capture_expected())) {
+    capture_and_replay(p, x, y, st, 1, 4, 2, &round);
+    capture_and_replay(p, x, y, st, 2, 3, 3, &round);
+    capture_and_replay(p, x, y, st, 1, 3, 1, &round); /* a graph after eager executions of either parity */
+  } else {
+    g = NULL;
+    CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    const rmaop_status s = rmaop_plan_begin(p, arr(x), arr(y), RMAOP_INSERT);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", rmaop_ctx_last_error(ctx));
+    const cudaError_t e = cudaStreamEndCapture(st, &g);
+    if (g)
+      cudaGraphDestroy(g);
+    RT_CHECK(s == RMAOP_ERR_UNSUPPORTED && strstr(msg, "cannot be captured"),
+             "plan begin while capturing on a path "
+             "without capture: %s: %s",
+             rmaop_status_string(s), msg);
+    RT_CHECK(e == cudaSuccess, "the refused capture could not be ended: %s", cudaGetErrorString(e));
+    double h[N];
+    set_round(x, st, h, round);
+    RT_OK(rmaop_plan_execute(p, arr(x), arr(y), RMAOP_INSERT)); /* nothing was left half done */
+    check_round(y, st, round, "eager execution after a refused capture");
+  }
+  rmaop_vec_destroy(&x);
+  rmaop_vec_destroy(&y);
+  rmaop_plan_destroy(&p);
+}
+END_TEST
+
+/* rmaop_allreduce_enqueue captured and replayed: each replay reduces the values of its round. */
+START_TEST(test_allreduce_graph_capture) {
+  if (!rt_all(capture_expected()))
+    return; /* the refusal is test_plan_graph_capture's */
+  void *sv = NULL;
+  RT_OK(rmaop_ctx_stream(ctx, &sv));
+  cudaStream_t st = (cudaStream_t)sv;
+  double *in = NULL, *out = NULL;
+  CUDA_OK(cudaMalloc((void **)&in, 3 * sizeof(double)));
+  CUDA_OK(cudaMalloc((void **)&out, 3 * sizeof(double)));
+  double h[3] = {1, 2, 3}, got[3];
+  CUDA_OK(cudaMemcpy(in, h, sizeof h, cudaMemcpyHostToDevice));
+  RT_OK(rmaop_allreduce_enqueue(ctx, in, out, 3, RMAOP_SUM)); /* first one: sets up (not capturable) */
+  RT_OK(rmaop_ctx_synchronize(ctx));
+  cudaGraph_t g = NULL;
+  cudaGraphExec_t ge = NULL;
+  CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+  RT_OK(rmaop_allreduce_enqueue(ctx, in, out, 3, RMAOP_SUM));
+  RT_OK(rmaop_allreduce_enqueue(ctx, out, out, 3, RMAOP_MAX)); /* two reductions per replay: both halves */
+  CUDA_OK(cudaStreamEndCapture(st, &g));
+  CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
+  for (int r = 0; r < 5; ++r) {
+    for (int i = 0; i < 3; ++i)
+      h[i] = (r + 1) * (rt_rank + 1.0) + i;
+    CUDA_OK(cudaMemcpyAsync(in, h, sizeof h, cudaMemcpyHostToDevice, st));
+    CUDA_OK(cudaGraphLaunch(ge, st));
+    CUDA_OK(cudaMemcpyAsync(got, out, sizeof got, cudaMemcpyDeviceToHost, st));
+    CUDA_OK(cudaStreamSynchronize(st));
+    for (int i = 0; i < 3; ++i) {
+      const double want = (r + 1) * rt_size * (rt_size + 1) / 2.0 + (double)i * rt_size;
+      RT_CHECK(got[i] == want, "replay %d: sum[%d] = %.17g, want %.17g", r, i, got[i], want);
+    }
+  }
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  cudaFree(in);
+  cudaFree(out);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("gpu_plan");
   TCase *tc = tcase_create("plan");
@@ -178,6 +341,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_plan_insert_add);
   tcase_add_test(tc, test_plan_reverse_is_transpose);
   tcase_add_test(tc, test_public_gpu_window);
+  tcase_add_test(tc, test_plan_graph_capture);
+  tcase_add_test(tc, test_allreduce_graph_capture);
   suite_add_tcase(s, tc);
   return s;
 }
