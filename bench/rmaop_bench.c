@@ -50,6 +50,7 @@ typedef struct {
   bench_problem prob;
   rmaop_vec x;
   double *history;
+  int graph; /* the solver replayed its iterations from a CUDA graph (RMAOP_SOLVER_SCALARS=graph) */
   int iterations;
   double *t_iter, *comm_share; /* per repeat */
   double bytes_iter;           /* streaming bytes of one solver iteration on the busiest rank */
@@ -205,6 +206,7 @@ static void solve_once(path *p, int niter, int rep) {
   p->comm_share[rep] = tmax[0] > 0 ? tmax[1] / tmax[0] : 0;
   if (rep == 0) {
     p->iterations = info.iterations;
+    p->graph = info.graph;
     p->history = malloc((size_t)(info.iterations + 1) * sizeof(double));
     memcpy(p->history, info.history, (size_t)(info.iterations + 1) * sizeof(double));
   }
@@ -282,7 +284,7 @@ static void write_json(const char *file, const char *problem, const char *solver
     for (int r = 0; r < repeat; ++r) fprintf(f, "%s%.9g", r ? ", " : "", p->t_iter[r]);
     fprintf(f, "]}, \"comm_share\": %.4f, \"ratio_to_first\": %.4f, \"iterations\": %d, ", median(p->comm_share, repeat),
             median(p->t_iter, repeat) / median(paths[0].t_iter, repeat), p->iterations);
-    fprintf(f, "\"bytes_per_iter\": %.0f, ", p->bytes_iter);
+    fprintf(f, "\"bytes_per_iter\": %.0f, \"cuda_graph\": %s, ", p->bytes_iter, p->graph ? "true" : "false");
     if (p->sync_comm)
       fprintf(f, "\"synchronized_comm_per_iter_seconds\": %.9g, \"synchronized_comm_mean_per_iter_seconds\": %.9g, ",
               median(p->sync_comm, repeat), median(p->sync_comm_mean, repeat));
@@ -514,7 +516,7 @@ int main(int argc, char **argv) {
       else if (on_device)
         printf(" %12.3f %12s %11s", 1e-6 * p->bytes_iter, "-", "-");
       if (trace_sync) printf(" %14.2f %15.2f", 1e6 * median(p->sync_comm, repeat), 1e6 * median(p->sync_comm_mean, repeat));
-      printf("\n");
+      printf("%s\n", p->graph ? "  (CUDA graph per iteration)" : "");
     }
     if (json) write_json(json, problem, solver_list, n, niter, P, paths, np, repeat, memory, bw, skipped, nskipped);
   }

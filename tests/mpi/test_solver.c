@@ -311,77 +311,97 @@ END_TEST
 /* RMAOP_SOLVER_SCALARS=device (CGLS's dots and step sizes on the device; on host memory the host loop runs):
  * against the serial reference (niter, damping, x0, a tolerance that stops it), and against
  * RMAOP_SOLVER_SCALARS=host: the same iterations, reason, history and x. */
+/* Whether CGLS with RMAOP_SOLVER_SCALARS=graph may replay a CUDA graph on this run's path (rmaop.h,
+ * rmaop_ctx_stream): device memory and one rank, nccl, or rma over ipc on the kernel path. From the
+ * environment the test list sets, not from the library. */
+static int graph_expected(void) {
+  const char *m = getenv("RMAOP_MEMORY"), *b = getenv("RMAOP_BACKEND"), *t = getenv("RMAOP_RMA_TRANSPORT"),
+             *k = getenv("RMAOP_IPC_PATH");
+  if (!m || strcmp(m, "device") != 0)
+    return 0;
+  if (rt_size == 1 || (b && strcmp(b, "nccl") == 0))
+    return 1;
+  return b && strcmp(b, "rma") == 0 && t && strcmp(t, "ipc") == 0 && k && strcmp(k, "kernel") == 0;
+}
+
+/* CGLS with device scalars (eager, and replayed from a CUDA graph) against host scalars: same iterations,
+ * history and x. */
 START_TEST(test_cgls_scalars_host_device) {
-  setenv("RMAOP_SOLVER_SCALARS", "device", 1);
-  rmaop_ctx dctx = rt_ctx();
   setenv("RMAOP_SOLVER_SCALARS", "host", 1);
   rmaop_ctx hctx = rt_ctx();
-  unsetenv("RMAOP_SOLVER_SCALARS");
-  const rmaop_dtype dts[2] = {RMAOP_F64, RMAOP_C128};
-  for (int k = 0; k < 2; ++k) {
-    const rmaop_dtype d = dts[k];
-    for (int stop_early = 0; stop_early < 2; ++stop_early) {
-      st_problem p[2] = {st_make_derivative(dctx, d), st_make_derivative(hctx, d)};
-      /* kold at the start (x0 = 0): |A^H y|^2, as test_cgls_stopping computes it */
-      double _Complex *yg = st_cvec(p[0].M.m), *r = st_cvec(p[0].M.n);
-      for (int64_t i = 0; i < p[0].M.m; ++i)
-        yg[i] = rt_round(d, rt_value(i, 3));
-      st_matvec(&p[0].M, 1, yg, r);
-      const double k0 = cabs(st_vdot(p[0].M.n, r, r));
-      free(yg), free(r);
-      if (stop_early) {
-        solve(&p[0], d, (run_cfg){.cgls = 1, .niter = 30, .tol = 0.2 * k0});
-      } else {
-        solve(&p[0], d, (run_cfg){.cgls = 1, .niter = 10});
-        solve(&p[0], d, (run_cfg){.cgls = 1, .niter = 10, .damp = 0.3, .with_x0 = 1});
-        solve(&p[0], d, (run_cfg){.cgls = 1, .niter = 4, .zero_y = 1});
-      }
-      rmaop_solver_info info[2];
-      rmaop_vec x[2], y[2];
-      for (int c = 0; c < 2; ++c) {
-        rmaop_op_info oi;
-        RT_OK(rmaop_op_get_info(p[c].A, &oi));
-        y[c] = st_make_vec(oi.data, d, 3, 1.0, NULL);
-        x[c] = st_make_vec(oi.model, d, 5, 1.0, NULL);
-        rmaop_solver_options o;
-        rmaop_solver_options_init(&o);
-        o.niter = stop_early ? 30 : 12, o.damp = 0.1, o.tol = stop_early ? 0.2 * k0 : 0.0;
-        memset(&info[c], 0, sizeof info[c]);
-        RT_OK(rmaop_solve_cgls(p[c].A, y[c], x[c], &o, &info[c]));
-      }
-      if (stop_early)
-        RT_CHECK(info[0].reason == RMAOP_REASON_TOL && info[0].iterations < 30, "%s: tol did not stop CGLS (%d its)",
-                 rmaop_dtype_name(d), info[0].iterations);
-      const char *what = stop_early ? "with tol" : "niter";
-      RT_CHECK(info[0].iterations == info[1].iterations && info[0].reason == info[1].reason,
-               "%s %s: device scalars %d iterations (reason %d), host scalars %d (reason %d)", rmaop_dtype_name(d), what,
-               info[0].iterations, (int)info[0].reason, info[1].iterations, (int)info[1].reason);
-      for (int i = 0; i <= info[0].iterations && i <= info[1].iterations; ++i)
-        RT_CHECK(fabs(info[0].history[i] - info[1].history[i]) <= 1e-12 * info[1].history[i],
-                 "%s %s: history[%d] %.17g (device scalars) vs %.17g (host)", rmaop_dtype_name(d), what, i,
-                 info[0].history[i], info[1].history[i]);
-      rmaop_vec_info vi;
-      RT_OK(rmaop_vec_get_info(x[0], &vi));
-      void *a = rt_alloc(d, vi.local_n), *b = rt_alloc(d, vi.local_n);
-      RT_OK(rmaop_vec_read_local(x[0], a));
-      RT_OK(rmaop_vec_read_local(x[1], b));
-      double big = 0, diff = 0;
-      for (int64_t i = 0; i < vi.local_n; ++i) {
-        big = fmax(big, cabs(rt_load(d, b, i)));
-        diff = fmax(diff, cabs(rt_load(d, a, i) - rt_load(d, b, i)));
-      }
-      RT_CHECK(diff <= 1e-12 * (big + 1e-300), "%s %s: x differs by %.3g (largest |x| %.3g)", rmaop_dtype_name(d), what,
-               diff, big);
-      free(a), free(b);
-      for (int c = 0; c < 2; ++c) {
-        rmaop_solver_info_free(&info[c]);
-        rmaop_vec_destroy(&x[c]), rmaop_vec_destroy(&y[c]);
-        st_problem_free(&p[c]);
+  for (int mode = 0; mode < 2; ++mode) {
+    setenv("RMAOP_SOLVER_SCALARS", mode ? "graph" : "device", 1);
+    rmaop_ctx dctx = rt_ctx();
+    unsetenv("RMAOP_SOLVER_SCALARS");
+    const rmaop_dtype dts[2] = {RMAOP_F64, RMAOP_C128};
+    for (int k = 0; k < 2; ++k) {
+      const rmaop_dtype d = dts[k];
+      for (int stop_early = 0; stop_early < 2; ++stop_early) {
+        st_problem p[2] = {st_make_derivative(dctx, d), st_make_derivative(hctx, d)};
+        /* kold at the start (x0 = 0): |A^H y|^2, as test_cgls_stopping computes it */
+        double _Complex *yg = st_cvec(p[0].M.m), *r = st_cvec(p[0].M.n);
+        for (int64_t i = 0; i < p[0].M.m; ++i)
+          yg[i] = rt_round(d, rt_value(i, 3));
+        st_matvec(&p[0].M, 1, yg, r);
+        const double k0 = cabs(st_vdot(p[0].M.n, r, r));
+        free(yg), free(r);
+        if (stop_early) {
+          solve(&p[0], d, (run_cfg){.cgls = 1, .niter = 30, .tol = 0.2 * k0});
+        } else {
+          solve(&p[0], d, (run_cfg){.cgls = 1, .niter = 10});
+          solve(&p[0], d, (run_cfg){.cgls = 1, .niter = 10, .damp = 0.3, .with_x0 = 1});
+          solve(&p[0], d, (run_cfg){.cgls = 1, .niter = 4, .zero_y = 1});
+        }
+        rmaop_solver_info info[2];
+        rmaop_vec x[2], y[2];
+        for (int c = 0; c < 2; ++c) {
+          rmaop_op_info oi;
+          RT_OK(rmaop_op_get_info(p[c].A, &oi));
+          y[c] = st_make_vec(oi.data, d, 3, 1.0, NULL);
+          x[c] = st_make_vec(oi.model, d, 5, 1.0, NULL);
+          rmaop_solver_options o;
+          rmaop_solver_options_init(&o);
+          o.niter = stop_early ? 30 : 12, o.damp = 0.1, o.tol = stop_early ? 0.2 * k0 : 0.0;
+          memset(&info[c], 0, sizeof info[c]);
+          RT_OK(rmaop_solve_cgls(p[c].A, y[c], x[c], &o, &info[c]));
+        }
+        if (stop_early)
+          RT_CHECK(info[0].reason == RMAOP_REASON_TOL && info[0].iterations < 30, "%s: tol did not stop CGLS (%d its)",
+                   rmaop_dtype_name(d), info[0].iterations);
+        const char *what = mode ? (stop_early ? "graph, with tol" : "graph, niter") : stop_early ? "with tol" : "niter";
+        RT_CHECK(info[0].graph == (mode && graph_expected()) && info[1].graph == 0,
+                 "%s %s: info.graph is %d (want %d) and %d with host scalars", rmaop_dtype_name(d), what, info[0].graph,
+                 mode && graph_expected(), info[1].graph);
+        RT_CHECK(info[0].iterations == info[1].iterations && info[0].reason == info[1].reason,
+                 "%s %s: device scalars %d iterations (reason %d), host scalars %d (reason %d)", rmaop_dtype_name(d),
+                 what, info[0].iterations, (int)info[0].reason, info[1].iterations, (int)info[1].reason);
+        for (int i = 0; i <= info[0].iterations && i <= info[1].iterations; ++i)
+          RT_CHECK(fabs(info[0].history[i] - info[1].history[i]) <= 1e-12 * info[1].history[i],
+                   "%s %s: history[%d] %.17g (device scalars) vs %.17g (host)", rmaop_dtype_name(d), what, i,
+                   info[0].history[i], info[1].history[i]);
+        rmaop_vec_info vi;
+        RT_OK(rmaop_vec_get_info(x[0], &vi));
+        void *a = rt_alloc(d, vi.local_n), *b = rt_alloc(d, vi.local_n);
+        RT_OK(rmaop_vec_read_local(x[0], a));
+        RT_OK(rmaop_vec_read_local(x[1], b));
+        double big = 0, diff = 0;
+        for (int64_t i = 0; i < vi.local_n; ++i) {
+          big = fmax(big, cabs(rt_load(d, b, i)));
+          diff = fmax(diff, cabs(rt_load(d, a, i) - rt_load(d, b, i)));
+        }
+        RT_CHECK(diff <= 1e-12 * (big + 1e-300), "%s %s: x differs by %.3g (largest |x| %.3g)", rmaop_dtype_name(d),
+                 what, diff, big);
+        free(a), free(b);
+        for (int c = 0; c < 2; ++c) {
+          rmaop_solver_info_free(&info[c]);
+          rmaop_vec_destroy(&x[c]), rmaop_vec_destroy(&y[c]);
+          st_problem_free(&p[c]);
+        }
       }
     }
+    rmaop_ctx_destroy(&dctx);
   }
   rmaop_ctx_destroy(&hctx);
-  rmaop_ctx_destroy(&dctx);
 }
 END_TEST
 
