@@ -197,12 +197,11 @@ static int op_plan(size_t m) {
 
 /* One 8 B round trip as two one-way plans, stream-ordered (rank 1 forwards what it received), then one
  * stream synchronize: the structure of NCCL's ping-pong above (no host synchronization between the halves). */
+static int plan_round_trip(void);
 static int op_plan_pingpong(size_t m) {
   (void)m;
-  RM(rmaop_plan_begin(ping, sbuf, rbuf, RMAOP_INSERT));
-  RM(rmaop_plan_end(ping));
-  RM(rmaop_plan_begin(pong, rank == 1 ? rbuf : sbuf, rank == 1 ? sbuf : rbuf, RMAOP_INSERT));
-  RM(rmaop_plan_end(pong));
+  if (plan_round_trip())
+    return 1;
   CU(cudaDeviceSynchronize());
   return 0;
 }
@@ -229,10 +228,90 @@ static int measure(int (*op)(size_t), size_t m, int warmup, int reps, double *me
   return failed;
 }
 
+/* ---- CUDA graphs: the same round trips captured once and replayed (one launch per graph) ---- */
+enum { GRAPH_RT = 64 };               /* round trips in the long graph */
+static cudaGraphExec_t graph_exec[2]; /* [0]: one round trip, [1]: GRAPH_RT round trips */
+static cudaStream_t graph_stream;     /* the stream the graphs were captured on */
+static int cur_graph;
+
+static int op_graph(size_t m) {
+  (void)m;
+  CU(cudaGraphLaunch(graph_exec[cur_graph], graph_stream));
+  CU(cudaStreamSynchronize(graph_stream));
+  return 0;
+}
+
+/* Captures `n` round trips made by `rt` on `st` into graph_exec[which]. */
+static int capture(int (*rt)(void), int n, cudaStream_t st, int which) {
+  cudaGraph_t g = NULL;
+  CU(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+  int f = 0;
+  for (int i = 0; i < n && !f; ++i)
+    f = rt();
+  cudaError_t e = cudaStreamEndCapture(st, &g);
+  if (f) {
+    if (g)
+      cudaGraphDestroy(g);
+    return 1;
+  }
+  CU(e);
+  e = cudaGraphInstantiate(&graph_exec[which], g, 0);
+  cudaGraphDestroy(g);
+  CU(e);
+  return 0;
+}
+
+static void drop_graphs(void) {
+  for (int i = 0; i < 2; ++i)
+    if (graph_exec[i])
+      cudaGraphExecDestroy(graph_exec[i]), graph_exec[i] = NULL;
+}
+
+/* Half a round trip from the one-round-trip graph (out[0]) and from the GRAPH_RT one (out[1]), each
+ * replayed with one synchronize per launch. 0 on success (both ranks agree). */
+static int graph_latency(int (*rt)(void), cudaStream_t st, int lat_reps, double out[2], char *why) {
+  graph_stream = st;
+  int f = capture(rt, 1, st, 0);
+  if (!f)
+    f = capture(rt, GRAPH_RT, st, 1);
+  f = agree(f, why);
+  cur_graph = 0;
+  if (!f)
+    f = measure(op_graph, 8, 20, lat_reps, &out[0], why);
+  cur_graph = 1;
+  if (!f)
+    f = measure(op_graph, 8, 5, lat_reps / 10 > 10 ? lat_reps / 10 : 10, &out[1], why);
+  out[0] *= 0.5;
+  out[1] *= 0.5 / GRAPH_RT;
+  drop_graphs();
+  return f;
+}
+
+#ifdef RMAOP_BENCH_HAVE_NCCL
+static int nccl_round_trip(void) {
+  if (rank == 0) {
+    NC(ncclSend(sbuf, 8, ncclInt8, peer, nccl, stream));
+    NC(ncclRecv(rbuf, 8, ncclInt8, peer, nccl, stream));
+  } else {
+    NC(ncclRecv(rbuf, 8, ncclInt8, peer, nccl, stream));
+    NC(ncclSend(sbuf, 8, ncclInt8, peer, nccl, stream));
+  }
+  return 0;
+}
+#endif
+
+static int plan_round_trip(void) {
+  RM(rmaop_plan_begin(ping, sbuf, rbuf, RMAOP_INSERT));
+  RM(rmaop_plan_end(ping));
+  RM(rmaop_plan_begin(pong, rank == 1 ? rbuf : sbuf, rank == 1 ? sbuf : rbuf, RMAOP_INSERT));
+  RM(rmaop_plan_end(pong));
+  return 0;
+}
+
 /* The stream-ordered 8 B plan ping-pong on the current context: creates the two one-way plans, measures
  * (half a round trip in *half), checks that rank 0 got its own 8 bytes back, frees the plans. 0 on success
  * (both ranks agree). */
-static int plan_pingpong_latency(int lat_reps, double *half, char *why) {
+static int plan_pingpong_latency(int lat_reps, double *half, double graph[2], char *why) {
   rmaop_transfer tr = {peer, 0, 0, 1};
   rmaop_plan_spec spec = {.dtype = RMAOP_F64, .src_len = 1, .dst_len = 1, .sends = &tr, .nrecvs = -1};
   int f = 0;
@@ -263,6 +342,34 @@ static int plan_pingpong_latency(int lat_reps, double *half, char *why) {
     f = agree(bad, why);
   }
   *half *= 0.5;
+  if (!f && graph) { /* the same round trips from CUDA graphs (the kernel path captures; else the message) */
+    void *st = NULL;
+    const double pat2 = pat + 1;
+    int g = rmaop_ctx_stream(ctx, &st) != RMAOP_OK;
+    if (g)
+      snprintf(err, sizeof err, "rmaop_ctx_stream: %s", rmaop_ctx_last_error(ctx));
+    if (!g && rank == 0 &&
+        (cudaMemcpy(sbuf, &pat2, 8, cudaMemcpyHostToDevice) != cudaSuccess || cudaMemset(rbuf, 0, 8) != cudaSuccess)) {
+      snprintf(err, sizeof err, "setting the ping-pong's 8 bytes: %s", cudaGetErrorString(cudaGetLastError()));
+      g = 1;
+    }
+    char gwhy[ERRLEN] = "";
+    g = agree(g, gwhy);
+    if (!g)
+      g = graph_latency(plan_round_trip, (cudaStream_t)st, lat_reps, graph, gwhy);
+    if (!g) {
+      double back = 0;
+      int bad = rank == 0 && (cudaMemcpy(&back, rbuf, 8, cudaMemcpyDeviceToHost) != cudaSuccess || back != pat2);
+      if (bad)
+        snprintf(err, sizeof err, "plan ping-pong from a CUDA graph: rank 0 got %g back, sent %g", back, pat2);
+      g = agree(bad, gwhy);
+    }
+    if (g) {
+      graph[0] = graph[1] = 0;
+      if (rank == 0)
+        printf("(rmaop plan ping-pong from CUDA graphs: n/a: %s)\n", gwhy);
+    }
+  }
   if (ping) rmaop_plan_destroy(&ping);
   if (pong) rmaop_plan_destroy(&pong);
   return f;
@@ -337,7 +444,8 @@ static int open_rmaop(const char *sync, const char *ipc_path) {
 /* The 8 B epoch half ping-pong, plan exchange and plan half ping-pong on another ipc path, on a context and
  * window of its own (the main ones are set aside meanwhile). 0 on success (both ranks agree), with the times
  * in out[3]. */
-static int other_path_latency(const char *sync, const char *ipc_path, int lat_reps, double out[3], char *why) {
+static int other_path_latency(const char *sync, const char *ipc_path, int lat_reps, double out[3], double graph[2],
+                              char *why) {
   rmaop_ctx ctx0 = ctx;
   rmaop_win win0 = win;
   void *wbase0 = wbase;
@@ -360,7 +468,8 @@ static int other_path_latency(const char *sync, const char *ipc_path, int lat_re
   if (!f) f = measure(op_plan, 8, 20, lat_reps, &out[1], why);
   out[0] *= 0.5;
   if (plan) rmaop_plan_destroy(&plan);
-  if (!f) f = plan_pingpong_latency(lat_reps, &out[2], why);
+  if (!f)
+    f = plan_pingpong_latency(lat_reps, &out[2], strcmp(ipc_path, "kernel") == 0 ? graph : NULL, why);
   if (win) rmaop_win_free(&win);
   if (ctx) rmaop_ctx_destroy(&ctx);
   ctx = ctx0;
@@ -593,13 +702,29 @@ int main(int argc, char **argv) {
   }
   double plan_pp = 0; /* the stream-ordered plan ping-pong, half a round trip */
   char plan_pp_why[ERRLEN] = "";
-  if (col[PLAN].alive && plan_pingpong_latency(lat_reps, &plan_pp, plan_pp_why)) plan_pp = 0;
+  double plan_graph[2] = {0, 0}; /* the plan ping-pong from CUDA graphs (kernel path): 1 and GRAPH_RT per launch */
+  if (col[PLAN].alive &&
+      plan_pingpong_latency(lat_reps, &plan_pp, strcmp(ipc_path, "kernel") == 0 ? plan_graph : NULL, plan_pp_why))
+    plan_pp = 0;
+  double nccl_graph[2] = {0, 0};
+#ifdef RMAOP_BENCH_HAVE_NCCL
+  char nccl_graph_why[ERRLEN] = "";
+  if (col[NCCLP].alive) {
+    if (graph_latency(nccl_round_trip, stream, lat_reps, nccl_graph, nccl_graph_why)) {
+      nccl_graph[0] = nccl_graph[1] = 0;
+      if (rank == 0)
+        printf("(NCCL ping-pong from CUDA graphs: n/a: %s)\n", nccl_graph_why);
+    }
+  }
+#endif
 
   /* the other ipc path's 8 B latencies, same run */
   const char *other = strcmp(ipc_path, "kernel") == 0 ? "copy" : "kernel";
   double other_lat[3] = {0, 0, 0};
   char other_why[ERRLEN] = "";
-  const int other_ok = col[PUT].alive && !other_path_latency(sync, other, lat_reps, other_lat, other_why);
+  const int other_ok =
+      col[PUT].alive && !other_path_latency(sync, other, lat_reps, other_lat,
+                                            strcmp(other, "kernel") == 0 ? plan_graph : NULL, other_why);
 
   /* ---- report ---- */
   const int last = ns - 1;
@@ -638,6 +763,15 @@ int main(int argc, char **argv) {
     printf("  rmaop plan, one 8 B symmetric exchange (not a ping-pong): %s%.2f us\n", lat[PLAN] > 0 ? "" : "n/a ", 1e6 * lat[PLAN]);
     printf("  rmaop plan epochs, half ping-pong, one sync per round trip: %s%.2f us%s%s%s\n", plan_pp > 0 ? "" : "n/a ",
            1e6 * plan_pp, plan_pp_why[0] ? " (" : "", plan_pp_why, plan_pp_why[0] ? ")" : "");
+    printf("  from CUDA graphs (captured once, replayed; one synchronize per launch), half a round trip:\n");
+    printf("    NCCL send/recv, 1 round trip per graph:                 %s%.2f us\n", nccl_graph[0] > 0 ? "" : "n/a ",
+           1e6 * nccl_graph[0]);
+    printf("    NCCL send/recv, %d round trips per graph:               %s%.2f us\n", GRAPH_RT,
+           nccl_graph[1] > 0 ? "" : "n/a ", 1e6 * nccl_graph[1]);
+    printf("    rmaop plan epochs (ipc kernel path), 1 round trip per graph:  %s%.2f us\n",
+           plan_graph[0] > 0 ? "" : "n/a ", 1e6 * plan_graph[0]);
+    printf("    rmaop plan epochs (ipc kernel path), %d round trips per graph: %s%.2f us\n", GRAPH_RT,
+           plan_graph[1] > 0 ? "" : "n/a ", 1e6 * plan_graph[1]);
     if (other_ok)
       printf("  the same three on the ipc %s path (RMAOP_IPC_PATH=%s; above: %s): epoch %.2f us, plan %.2f us, plan "
              "ping-pong %.2f us\n", other, other, ipc_path, 1e6 * other_lat[0], 1e6 * other_lat[1], 1e6 * other_lat[2]);
@@ -663,6 +797,15 @@ int main(int argc, char **argv) {
              plan_pp / lat[NCCLP], plan_pp < lat[NCCLP] ? "MET" : "NOT MET");
     else
       printf("  rmaop 8 B plan-epoch half ping-pong vs NCCL: n/a (a path did not run)\n");
+    for (int k = 0; k < 2; ++k) {
+      if (plan_graph[k] > 0 && nccl_graph[k] > 0)
+        printf("  from CUDA graphs, %d round trip%s per launch: rmaop %.2f us vs NCCL %.2f us = %.3f (lower: %s)\n",
+               k ? GRAPH_RT : 1, k ? "s" : "", 1e6 * plan_graph[k], 1e6 * nccl_graph[k], plan_graph[k] / nccl_graph[k],
+               plan_graph[k] < nccl_graph[k] ? "yes" : "no");
+      else
+        printf("  from CUDA graphs, %d round trip%s per launch: n/a (a path did not run)\n", k ? GRAPH_RT : 1,
+               k ? "s" : "");
+    }
     if (json) {
       FILE *f = fopen(json, "w");
       if (!f) fprintf(stderr, "rmaop-p2p-bench: cannot write %s\n", json);
@@ -692,13 +835,17 @@ int main(int argc, char **argv) {
           }
           fprintf(f, "]}");
         }
-        fprintf(f, "},\n \"latency_8B_seconds\": {\"raw_copy_sync\": %.9g, \"nccl_half_pingpong\": %.9g, "
-                   "\"rmaop_epoch_half_pingpong\": %.9g, \"rmaop_plan_exchange\": %.9g, "
-                   "\"rmaop_plan_half_pingpong\": %.9g, \"ipc_path\": \"%s\", \"other_ipc_path\": \"%s\", "
-                   "\"other_epoch_half_pingpong\": %.9g, \"other_plan_exchange\": %.9g, "
-                   "\"other_plan_half_pingpong\": %.9g},\n",
-                lat[RAW], lat[NCCLP], lat[PUT], lat[PLAN], plan_pp, ipc_path, other, other_ok ? other_lat[0] : 0.0,
-                other_ok ? other_lat[1] : 0.0, other_ok ? other_lat[2] : 0.0);
+        fprintf(
+            f,
+            "},\n \"latency_8B_seconds\": {\"raw_copy_sync\": %.9g, \"nccl_half_pingpong\": %.9g, "
+            "\"rmaop_epoch_half_pingpong\": %.9g, \"rmaop_plan_exchange\": %.9g, "
+            "\"rmaop_plan_half_pingpong\": %.9g, \"ipc_path\": \"%s\", \"other_ipc_path\": \"%s\", "
+            "\"other_epoch_half_pingpong\": %.9g, \"other_plan_exchange\": %.9g, "
+            "\"other_plan_half_pingpong\": %.9g, \"graph_nccl_half_pingpong\": [%.9g, %.9g], "
+            "\"graph_rmaop_plan_kernel_half_pingpong\": [%.9g, %.9g], \"graph_round_trips_per_launch\": [1, %d]},\n",
+            lat[RAW], lat[NCCLP], lat[PUT], lat[PLAN], plan_pp, ipc_path, other, other_ok ? other_lat[0] : 0.0,
+            other_ok ? other_lat[1] : 0.0, other_ok ? other_lat[2] : 0.0, nccl_graph[0], nccl_graph[1], plan_graph[0],
+            plan_graph[1], GRAPH_RT);
         fprintf(f, " \"acceptance\": {\"put_over_raw_bw_at_max\": ");
         if (have_bw_ratio) fprintf(f, "%.6g, \"put_over_raw_bw_met\": %s", bw_ratio, bw_ratio >= 0.90 ? "true" : "false");
         else fprintf(f, "null, \"put_over_raw_bw_met\": null");
