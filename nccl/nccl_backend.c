@@ -227,6 +227,11 @@ static const char *nc_plan_capture_refusal(rmaop_plan plan) {
   return NULL;
 }
 
+static int nc_ctx_capturable(rmaop_ctx ctx) {
+  (void)ctx;
+  return 1;
+}
+
 /* ---- reductions ----------------------------------------------------------------------------------- */
 
 static rmaop_status slot_get(rmaop_ctx ctx, size_t count, nc_slot **out) {
@@ -346,6 +351,7 @@ const rmaop_backend rmaop__nccl_backend = {
     .plan_begin = nc_plan_begin,
     .plan_end = nc_plan_end,
     .plan_capture_refusal = nc_plan_capture_refusal,
+    .ctx_capturable = nc_ctx_capturable,
     .reduce_begin = nc_reduce_begin,
     .reduce_end = nc_reduce_end,
     .reduce = nc_reduce,

@@ -189,6 +189,12 @@ static const char *plan_capture_refusal(rmaop_plan plan) {
   return NULL;
 }
 
+/* Every plan window of such a context is an ipc window on the kernel path; the one-kernel device reduction
+ * (or the gather plan) is capturable there too. */
+static int ctx_capturable(rmaop_ctx ctx) {
+  return rma__plan_on_device(ctx) && !rma__gpu_over_mpi(ctx) && ctx->ipc_path == RMAOP__IPC_PATH_KERNEL;
+}
+
 /* Whether the end must wait until the context's stream has read the staging: when the stream reads it
  * outside the epochs' own order and nothing later waits for that before an origin may write it again.
  *  - Host staging on a device context: yes. The core copies it to the GPU on the stream, and neither
@@ -506,6 +512,7 @@ const rmaop_backend rmaop__rma_backend = {
     .plan_begin = plan_begin,
     .plan_end = plan_end,
     .plan_capture_refusal = plan_capture_refusal,
+    .ctx_capturable = ctx_capturable,
     .reduce_begin = reduce_begin,
     .reduce_end = reduce_end,
     .reduce_transport = reduce_transport,

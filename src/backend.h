@@ -24,6 +24,9 @@ typedef struct rmaop_backend {
    * capture). The core asks only while the stream is capturing; NULL hook: only plans that move nothing
    * between ranks can be captured. While capturing, plan->capturing is 1 in begin and end. */
   const char *(*plan_capture_refusal)(rmaop_plan plan);
+  /* Optional: 1 when every plan and device reduction of this device context can be captured (what
+   * rmaop_ctx_get_info reports as graph_capture). NULL: only on one rank. */
+  int (*ctx_capturable)(rmaop_ctx ctx);
   /* Reduction of `count` doubles (collective); out valid after reduce_end. The result must be
    * identical on every rank. *req is backend state freed by reduce_end. */
   rmaop_status (*reduce_begin)(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op,

@@ -216,5 +216,7 @@ rmaop_status rmaop_ctx_get_info(rmaop_ctx ctx, rmaop_ctx_info *info) {
   info->rma_transport = ctx->rma_transport;
   info->trace = ctx->trace_on;
   info->timeout = ctx->timeout;
+  info->graph_capture = ctx->memory == RMAOP_MEMORY_DEVICE &&
+                        (ctx->size == 1 || (ctx->backend->ctx_capturable && ctx->backend->ctx_capturable(ctx)));
   return RMAOP_OK;
 }

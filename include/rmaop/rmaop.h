@@ -132,6 +132,8 @@ typedef struct {
   rmaop_transport rma_transport;
   int trace;
   double timeout;
+  int graph_capture; /**< 1: a device context whose plans, device reductions and vector kernels can be captured
+                          into CUDA graphs (rmaop_ctx_stream says which paths); 0 otherwise */
 } rmaop_ctx_info;
 rmaop_status rmaop_ctx_get_info(rmaop_ctx ctx, rmaop_ctx_info *info);
 
@@ -152,10 +154,10 @@ rmaop_status rmaop_ctx_synchronize(rmaop_ctx ctx);
  * that return nothing to the host and rmaop_allreduce_enqueue() are recorded instead of run, and every
  * cudaGraphLaunch() of the graph replays them with fresh epoch flags: each replay is a new epoch exchange
  * with the peers, which must replay the same graph, as often and in the same order relative to the other
- * rmaop work on these plans. Capturable: every plan on one rank; the nccl backend; the rma backend over
- * ipc on the kernel path (RMAOP_IPC_PATH=kernel), whose flag values come from device counters. Not
- * capturable (RMAOP_ERR_UNSUPPORTED names the reason, before anything is enqueued, so the capture can still be
- * ended): the twosided backend and rma over MPI or host staging (their messages are host-side MPI calls),
+ * rmaop work on these plans. Capturable (rmaop_ctx_info.graph_capture): every plan on one rank; the nccl
+ * backend; the rma backend over ipc on the kernel path (RMAOP_IPC_PATH=kernel), whose flag values come from
+ * device counters. Not capturable (RMAOP_ERR_UNSUPPORTED names the reason, before anything is enqueued, so
+ * the capture can still be ended): the twosided backend and rma over MPI or host staging (their messages are host-side MPI calls),
  * the ipc copy path (its flag values are fixed when enqueued), public window epochs (their end waits on the
  * host), and any call that waits on the host or allocates: dots and norms returning doubles,
  * rmaop_ctx_synchronize(), the first execution of a plan or the first device reduction of a context (run

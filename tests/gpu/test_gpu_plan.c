@@ -243,6 +243,12 @@ START_TEST(test_plan_graph_capture) {
   void *sv = NULL;
   RT_OK(rmaop_ctx_stream(ctx, &sv));
   cudaStream_t st = (cudaStream_t)sv;
+  rmaop_ctx_info ci;
+  RT_OK(rmaop_ctx_get_info(ctx, &ci));
+  RT_CHECK(ci.graph_capture == capture_expected(),
+           "rmaop_ctx_get_info says graph_capture %d on a path where %d is "
+           "expected",
+           ci.graph_capture, capture_expected());
   rmaop_plan p = make_plan(RMAOP_F64);
   rmaop_vec x = vec_of(N, RMAOP_F64, v), y = vec_of(M, RMAOP_F64, NULL);
   RT_OK(rmaop_plan_execute(p, arr(x), arr(y), RMAOP_INSERT)); /* creates the window: before any capture */

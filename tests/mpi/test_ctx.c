@@ -43,6 +43,7 @@ START_TEST(test_create_from_env) {
   RT_CHECK(info.memory == RMAOP_MEMORY_HOST, "memory %s", rmaop_memory_name(info.memory));
   RT_CHECK(info.timeout == atof(env_or("RMAOP_TIMEOUT", "300")), "timeout %g", info.timeout);
   RT_CHECK(info.trace == atoi(env_or("RMAOP_TRACE", "0")), "trace %d", info.trace);
+  RT_CHECK(info.graph_capture == 0, "a host context says its work can be captured into CUDA graphs");
   /* A duplicate: same group, different communicator. */
   int cmp = MPI_UNEQUAL;
   MPI_Comm_compare(info.comm, MPI_COMM_WORLD, &cmp);
@@ -197,6 +198,12 @@ START_TEST(test_bad_arguments) {
   RT_EXPECT(rmaop_ctx_synchronize(NULL), RT_BIT(RMAOP_ERR_ARG));
   RT_MESSAGE_HAS("rmaop_ctx_synchronize");
   RT_OK(rmaop_ctx_synchronize(ctx)); /* nothing pending: returns at once on host and device */
+  void *stream = &info;
+  RT_EXPECT(rmaop_ctx_stream(NULL, &stream), RT_BIT(RMAOP_ERR_ARG));
+  RT_EXPECT(rmaop_ctx_stream(ctx, NULL), RT_BIT(RMAOP_ERR_ARG));
+  RT_EXPECT(rmaop_ctx_stream(ctx, &stream), RT_BIT(RMAOP_ERR_ARG)); /* a host context has no GPU stream */
+  RT_MESSAGE_HAS("no GPU stream");
+  RT_CHECK(stream == &info, "rmaop_ctx_stream wrote its output on failure");
   rmaop_ctx_destroy(&ctx);
 }
 END_TEST
