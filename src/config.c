@@ -16,7 +16,8 @@ const rmaop__config_entry rmaop__config_table[] = {
      "on the kernel path, ipc puts up to this size are stores from the kernel"},
     {"RMAOP_IPC_PATH", "auto", "auto|kernel|copy", "how the ipc transport moves small epochs to a peer"},
     {"RMAOP_SOLVER_SCALARS", "auto", "auto|host|device|graph",
-     "where CGLS keeps its dots and step sizes on a device context (auto: host; graph: device, one CUDA graph launch "
+     "where CGLS and CG keep their dots and step sizes on a device context (auto: host; graph: device, one CUDA graph "
+     "launch "
      "per iteration)"},
 };
 const int rmaop__config_count = (int)(sizeof rmaop__config_table / sizeof rmaop__config_table[0]);

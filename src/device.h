@@ -78,8 +78,9 @@ double *rmaop__dev_dots_result(rmaop_ctx ctx);
  * write at all when iskip >= 0 and s[iskip] != 0. Same arithmetic as rmaop__dev_axpby (real scalars). */
 rmaop_status rmaop__dev_axpby_s(rmaop_ctx ctx, rmaop_dtype dt, void *y, const void *x, int64_t n, const double *s,
                                 int ia, double sa, int ib, double bconst, int iskip);
-/* CGLS's scalars on the device: slots of st (enqueued, one thread). step 0: a and the breakdown flag from
- * d = (q.q, c.c); step 1: b, kold, s.s from d = (r.r, s.s); step 2 (start): kold and s.s only. */
+/* CGLS's and CG's scalars on the device: slots of st (enqueued, one thread). step 0: a and the breakdown flag
+ * from d = (q.q, c.c) (CGLS); step 1: b, kold, s.s from d = (r.r, s.s); step 2 (start): kold and s.s only;
+ * step 3: a and the breakdown flag from d = c.Ac (CG: a = kold / |c.Ac|). */
 enum { RMAOP__CG_KOLD = 0, RMAOP__CG_A, RMAOP__CG_B, RMAOP__CG_BREAKDOWN, RMAOP__CG_SS, RMAOP__CG_NSLOTS };
 rmaop_status rmaop__dev_cgls_scalars(rmaop_ctx ctx, const double *d, double damp2, double *st, int step);
 /* n device doubles copied to page-locked host memory behind the stream's work (begin), and the wait for

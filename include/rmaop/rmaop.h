@@ -708,7 +708,7 @@ typedef struct {
   double *history;    /**< iterations + 1 residual norms (CGLS: ||y - A x_k||); free with rmaop_solver_info_free */
   double time_total;  /**< seconds in the solver */
   double time_comm;   /**< of which in plan executions and reductions (begin to end, from the trace clock) */
-  int graph;          /**< 1: the iterations were replayed from a CUDA graph (CGLS, RMAOP_SOLVER_SCALARS=graph, on a
+  int graph;          /**< 1: the iterations were replayed from a CUDA graph (CG, CGLS, RMAOP_SOLVER_SCALARS=graph, on a
                            path that can capture: rmaop_ctx_stream); the trace then holds the captured iteration
                            once, and time_comm only its capture */
 } rmaop_solver_info;

@@ -429,8 +429,8 @@ extern "C" rmaop_status rmaop__dev_axpby_s(rmaop_ctx ctx, rmaop_dtype dt, void *
 /* CGLS's scalar recurrences (src/solver.c) on one thread; st: RMAOP__CG_* slots (device.h). d: 4 doubles,
  * the two complex dots of the step (alpha: q.q, c.c; beta and init: r.r, s.s). */
 __global__ void k_cgls_scalars(const double *d, double damp2, double *st, int step) {
-  if (step == 0) { /* alpha: a = kold / (q.q + damp^2 c.c), a breakdown when that is 0 */
-    const double den = d[0] + damp2 * d[2];
+  if (step == 0 || step == 3) { /* alpha: a = kold / (q.q + damp^2 c.c) or kold / |c.Ac|; breakdown when 0 */
+    const double den = step == 0 ? d[0] + damp2 * d[2] : hypot(d[0], d[1]);
     st[RMAOP__CG_BREAKDOWN] = den == 0.0 ? 1.0 : 0.0;
     st[RMAOP__CG_A] = den == 0.0 ? 0.0 : st[RMAOP__CG_KOLD] / den;
   } else { /* beta (step 1) or the start (step 2): k = |r.r|, b = k / kold, kold = k; ||s|| for the history */

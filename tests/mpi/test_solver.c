@@ -324,15 +324,20 @@ static int graph_expected(void) {
   return b && strcmp(b, "rma") == 0 && t && strcmp(t, "ipc") == 0 && k && strcmp(k, "kernel") == 0;
 }
 
+/* A context whose solvers keep their scalars on the host (mode -1), on the device (0) or in CUDA graphs (1). */
+static rmaop_ctx scalars_ctx(int mode) {
+  setenv("RMAOP_SOLVER_SCALARS", mode < 0 ? "host" : mode ? "graph" : "device", 1);
+  rmaop_ctx c = rt_ctx();
+  unsetenv("RMAOP_SOLVER_SCALARS");
+  return c;
+}
+
 /* CGLS with device scalars (eager, and replayed from a CUDA graph) against host scalars: same iterations,
  * history and x. */
 START_TEST(test_cgls_scalars_host_device) {
-  setenv("RMAOP_SOLVER_SCALARS", "host", 1);
-  rmaop_ctx hctx = rt_ctx();
+  rmaop_ctx hctx = scalars_ctx(-1);
   for (int mode = 0; mode < 2; ++mode) {
-    setenv("RMAOP_SOLVER_SCALARS", mode ? "graph" : "device", 1);
-    rmaop_ctx dctx = rt_ctx();
-    unsetenv("RMAOP_SOLVER_SCALARS");
+    rmaop_ctx dctx = scalars_ctx(mode);
     const rmaop_dtype dts[2] = {RMAOP_F64, RMAOP_C128};
     for (int k = 0; k < 2; ++k) {
       const rmaop_dtype d = dts[k];
@@ -405,12 +410,53 @@ START_TEST(test_cgls_scalars_host_device) {
 }
 END_TEST
 
+/* CG with device scalars (eager, and replayed from CUDA graphs): test_cg's and test_cg_stopping's cases against
+ * the serial reference on contexts with RMAOP_SOLVER_SCALARS=device and =graph, and info.graph. */
+START_TEST(test_cg_device_scalars) {
+  for (int mode = 0; mode < 2; ++mode) {
+    rmaop_ctx dctx = scalars_ctx(mode);
+    const rmaop_dtype dts[2] = {RMAOP_F64, RMAOP_C128};
+    for (int k = 0; k < 2; ++k) {
+      const rmaop_dtype d = dts[k];
+      st_problem p = st_make_spd(dctx, d);
+      solve(&p, d, (run_cfg){.niter = 6});
+      solve(&p, d, (run_cfg){.niter = 6, .with_x0 = 1});
+      solve(&p, d, (run_cfg){.niter = 1});
+      st_ref ref;
+      run_solve(&p, d, &(run_cfg){.niter = 8}, &ref);
+      free(ref.x);
+      const double tol = ref.history[2] * ref.history[3];
+      run_solve(&p, d, &(run_cfg){.niter = 8, .tol = tol}, &ref); /* the library stops where the reference does */
+      free(ref.x);
+      solve(&p, d, (run_cfg){.niter = 8, .tol = 1e30});
+      solve(&p, d, (run_cfg){.niter = 5, .zero_y = 1});
+      rmaop_op_info oi;
+      RT_OK(rmaop_op_get_info(p.A, &oi));
+      rmaop_vec y = st_make_vec(oi.data, d, 3, 1.0, NULL), x = st_make_vec(oi.model, d, 5, 1.0, NULL);
+      rmaop_solver_options o;
+      rmaop_solver_options_init(&o);
+      o.niter = 4;
+      rmaop_solver_info info;
+      memset(&info, 0, sizeof info);
+      RT_OK(rmaop_solve_cg(p.A, y, x, &o, &info));
+      RT_CHECK(info.graph == (mode && graph_expected()), "%s CG, scalars %s: info.graph is %d", rmaop_dtype_name(d),
+               mode ? "graph" : "device", info.graph);
+      rmaop_solver_info_free(&info);
+      rmaop_vec_destroy(&x), rmaop_vec_destroy(&y);
+      st_problem_free(&p);
+    }
+    rmaop_ctx_destroy(&dctx);
+  }
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("solver");
   TCase *tc = tcase_create("cg");
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, test_cg);
   tcase_add_test(tc, test_cg_stopping);
+  tcase_add_test(tc, test_cg_device_scalars);
   suite_add_tcase(s, tc);
   TCase *tl = tcase_create("cgls");
   tcase_add_checked_fixture(tl, setup, teardown);
