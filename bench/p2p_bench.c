@@ -195,9 +195,17 @@ static int op_plan(size_t m) {
   return 0;
 }
 
-/* One 8 B round trip as two one-way plans, stream-ordered (rank 1 forwards what it received), then one
- * stream synchronize: the structure of NCCL's ping-pong above (no host synchronization between the halves). */
-static int plan_round_trip(void);
+/* One 8 B round trip as two one-way plans (rank 1 forwards what it received), enqueued on the stream. */
+static int plan_round_trip(void) {
+  RM(rmaop_plan_begin(ping, sbuf, rbuf, RMAOP_INSERT));
+  RM(rmaop_plan_end(ping));
+  RM(rmaop_plan_begin(pong, rank == 1 ? rbuf : sbuf, rank == 1 ? sbuf : rbuf, RMAOP_INSERT));
+  RM(rmaop_plan_end(pong));
+  return 0;
+}
+
+/* The round trip, then one stream synchronize: the structure of NCCL's ping-pong above (no host
+ * synchronization between the halves). */
 static int op_plan_pingpong(size_t m) {
   (void)m;
   if (plan_round_trip())
@@ -299,14 +307,6 @@ static int nccl_round_trip(void) {
   return 0;
 }
 #endif
-
-static int plan_round_trip(void) {
-  RM(rmaop_plan_begin(ping, sbuf, rbuf, RMAOP_INSERT));
-  RM(rmaop_plan_end(ping));
-  RM(rmaop_plan_begin(pong, rank == 1 ? rbuf : sbuf, rank == 1 ? sbuf : rbuf, RMAOP_INSERT));
-  RM(rmaop_plan_end(pong));
-  return 0;
-}
 
 /* The stream-ordered 8 B plan ping-pong on the current context: creates the two one-way plans, measures
  * (half a round trip in *half), checks that rank 0 got its own 8 bytes back, frees the plans. 0 on success

@@ -12,13 +12,11 @@ const rmaop__config_entry rmaop__config_table[] = {
     {"RMAOP_TRACE", "0", "0|1|sync", "record every plan execution, reduction and epoch (sync: synchronized starts)"},
     {"RMAOP_TRACE_FILE", "", "path", "JSON trace written at rmaop_ctx_destroy when tracing is on (%r = rank)"},
     {"RMAOP_TIMEOUT", "300", "seconds", "how long a wait for a peer may last before RMAOP_ERR_TIMEOUT"},
-    {"RMAOP_IPC_STORE_MAX", "65536", "bytes",
-     "on the kernel path, ipc puts up to this size are stores from the kernel"},
+    {"RMAOP_IPC_STORE_MAX", "65536", "bytes", "on the kernel path, ipc puts up to this size are stores from the kernel"},
     {"RMAOP_IPC_PATH", "auto", "auto|kernel|copy", "how the ipc transport moves small epochs to a peer"},
     {"RMAOP_SOLVER_SCALARS", "auto", "auto|host|device|graph",
-     "where CGLS and CG keep their dots and step sizes on a device context (auto: host; graph: device, one CUDA graph "
-     "launch "
-     "per iteration)"},
+     "where CG and CGLS keep their dots and step sizes on a device context (auto: host; graph: device, each "
+     "iteration replayed from two CUDA graphs)"},
 };
 const int rmaop__config_count = (int)(sizeof rmaop__config_table / sizeof rmaop__config_table[0]);
 

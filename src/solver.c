@@ -47,8 +47,7 @@ static rmaop_status axpby_s(rmaop_vec y, rmaop_vec x, const double *sc, int ia, 
 /* The end of part 0: the scalars to the host (with the event the host waits for, unless `graph`: a replayed
  * graph holds the copy, and the event goes behind the launch). */
 static rmaop_status fetch_scalars(const dev_solver *v, int graph) {
-  if (graph)
-    return rmaop__dev_copy(v->A->ctx, v->h, v->d + 8, RMAOP__CG_NSLOTS * sizeof(double));
+  if (graph) return rmaop__dev_copy(v->A->ctx, v->h, v->d + 8, RMAOP__CG_NSLOTS * sizeof(double));
   return rmaop__dev_fetch_begin(v->A->ctx, v->h, v->d + 8, RMAOP__CG_NSLOTS);
 }
 
@@ -65,8 +64,7 @@ static rmaop_status cgls_part(const dev_solver *v, int graph, int part) {
   RMAOP_CHECK(axpby_s(v->x, v->c, sc, RMAOP__CG_A, 1.0, -1, 1.0));  /* x += a c */
   RMAOP_CHECK(axpby_s(v->s, v->q, sc, RMAOP__CG_A, -1.0, -1, 1.0)); /* s -= a q */
   RMAOP_CHECK(rmaop_op_apply_adjoint(v->A, v->s, v->r));
-  if (v->damp2 != 0.0)
-    RMAOP_CHECK(rmaop_vec_axpy(v->r, -v->damp2, v->x));
+  if (v->damp2 != 0.0) RMAOP_CHECK(rmaop_vec_axpy(v->r, -v->damp2, v->x));
   RMAOP_CHECK(rmaop__vec_mdot_device(2, dx, dx, rs)); /* r.r and s.s in one reduction */
   RMAOP_CHECK(rmaop__dev_cgls_scalars(ctx, rs, v->damp2, sc, 1));
   return fetch_scalars(v, graph);
@@ -78,8 +76,7 @@ static rmaop_status cg_part(const dev_solver *v, int graph, int part) {
   rmaop_ctx ctx = v->A->ctx;
   double *cq = v->d, *rr = v->d + 4, *sc = v->d + 8;
   if (part >= 1) {
-    if (part == 1)
-      RMAOP_CHECK(axpby_s(v->c, v->r, sc, -1, 1.0, RMAOP__CG_B, 0.0)); /* c = r + b c */
+    if (part == 1) RMAOP_CHECK(axpby_s(v->c, v->r, sc, -1, 1.0, RMAOP__CG_B, 0.0)); /* c = r + b c */
     RMAOP_CHECK(rmaop_op_apply(v->A, v->c, v->q));
     RMAOP_CHECK(rmaop__vec_mdot_device(1, &v->q, &v->c, cq)); /* Ac.c, as the host loop's rmaop_vec_dot */
     return rmaop__dev_cgls_scalars(ctx, cq, 0.0, sc, 3);
@@ -102,14 +99,11 @@ static rmaop_status dev_capture(const dev_solver *v, void *exec[2]) {
   rmaop_status st = RMAOP_OK;
   char why[sizeof ctx->last_error] = "";
   for (int part = 0; part < 2 && st == RMAOP_OK; ++part) {
-    size_t nodes = 0;
     RMAOP_CHECK(rmaop__dev_capture_begin(ctx));
     st = v->part(v, 1, part);
-    if (st != RMAOP_OK)
-      memcpy(why, ctx->last_error, sizeof why);
-    const rmaop_status end = rmaop__dev_capture_end(ctx, st == RMAOP_OK, &exec[part], &nodes);
-    if (st == RMAOP_OK)
-      st = end;
+    if (st != RMAOP_OK) memcpy(why, ctx->last_error, sizeof why);
+    const rmaop_status end = rmaop__dev_capture_end(ctx, st == RMAOP_OK, &exec[part]);
+    if (st == RMAOP_OK) st = end;
   }
   const int refused = st == RMAOP_ERR_UNSUPPORTED && ctx->captured_plans == plans_before;
   int all_refused = 0;
@@ -181,11 +175,9 @@ static rmaop_status dev_solve(dev_solver *v, rmaop_status (*init)(const dev_solv
   RMAOP_CHECK_GOTO(rmaop__dev_fetch_wait(ctx, v->fn), st, out);
   double kold = 0.0;
   st = dev_loop(v, o, info, &kold);
-  if (st == RMAOP_OK && info->reason != RMAOP_REASON_BREAKDOWN && kold <= o->tol)
-    info->reason = RMAOP_REASON_TOL;
+  if (st == RMAOP_OK && info->reason != RMAOP_REASON_BREAKDOWN && kold <= o->tol) info->reason = RMAOP_REASON_TOL;
 out:
-  if (v->d)
-    (void)rmaop__dev_sync(ctx); /* nothing enqueued may still use d when it goes */
+  if (v->d) (void)rmaop__dev_sync(ctx); /* nothing enqueued may still use d when it goes */
   rmaop__dev_free(v->d);
   rmaop__dev_host_free(v->h);
   return st;
@@ -212,29 +204,20 @@ static int device_scalars(rmaop_op A, rmaop_vec x, rmaop_vec y) {
 }
 #endif
 
-rmaop_status rmaop_solve_cg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o,
-                            rmaop_solver_info *info) {
+rmaop_status rmaop_solve_cg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o, rmaop_solver_info *info) {
   solve_clock clk = {0}; /* set by solver_start; zeroed for gcc -O2 -Wmaybe-uninitialized */
   RMAOP_CHECK(solver_start("rmaop_solve_cg", A, y, x, o, info, &clk, NULL));
   rmaop_vec r = NULL, c = NULL, Ac = NULL;
   rmaop_status st = rmaop_vec_duplicate(x, &r);
-  if (st == RMAOP_OK)
-    st = rmaop_vec_duplicate(x, &c);
-  if (st == RMAOP_OK)
-    st = rmaop_vec_duplicate(x, &Ac);
+  if (st == RMAOP_OK) st = rmaop_vec_duplicate(x, &c);
+  if (st == RMAOP_OK) st = rmaop_vec_duplicate(x, &Ac);
   RMAOP_CHECK_GOTO(st, st, out);
   RMAOP_CHECK_GOTO(initial_residual(A, y, x, o, r), st, out);
   RMAOP_CHECK_GOTO(rmaop_vec_copy(r, c), st, out);
 #ifdef RMAOP_HAVE_CUDA
   if (device_scalars(A, x, y)) {
-    dev_solver v = {.A = A,
-                    .x = x,
-                    .q = Ac,
-                    .r = r,
-                    .c = c,
-                    .hist_slot = RMAOP__CG_KOLD,
-                    .fn = "rmaop_solve_cg (device scalars)",
-                    .part = cg_part};
+    dev_solver v = {.A = A, .x = x, .q = Ac, .r = r, .c = c, .hist_slot = RMAOP__CG_KOLD,
+                    .fn = "rmaop_solve_cg (device scalars)", .part = cg_part};
     st = dev_solve(&v, cg_init, o, info);
     goto out;
   }
@@ -261,15 +244,13 @@ rmaop_status rmaop_solve_cg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_so
     kold = k;
     RMAOP_CHECK_GOTO(after_iteration(o, info, sqrt(kold), x), st, out);
   }
-  if (info->reason != RMAOP_REASON_BREAKDOWN && kold <= o->tol)
-    info->reason = RMAOP_REASON_TOL;
+  if (info->reason != RMAOP_REASON_BREAKDOWN && kold <= o->tol) info->reason = RMAOP_REASON_TOL;
 out:
   solver_stop(&clk);
   rmaop_vec_destroy(&r);
   rmaop_vec_destroy(&c);
   rmaop_vec_destroy(&Ac);
-  if (st != RMAOP_OK)
-    rmaop_solver_info_free(info);
+  if (st != RMAOP_OK) rmaop_solver_info_free(info);
   return st;
 }
 
@@ -293,16 +274,8 @@ rmaop_status rmaop_solve_cgls(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_
 #ifdef RMAOP_HAVE_CUDA
   /* Not the default (auto = host): on one H100 shared by 2 ranks under MPS it was not faster (PERFORMANCE.md). */
   if (device_scalars(A, x, y)) {
-    dev_solver v = {.A = A,
-                    .x = x,
-                    .s = s,
-                    .q = q,
-                    .r = r,
-                    .c = c,
-                    .damp2 = damp2,
-                    .hist_slot = RMAOP__CG_SS,
-                    .fn = "rmaop_solve_cgls (device scalars)",
-                    .part = cgls_part};
+    dev_solver v = {.A = A, .x = x, .s = s, .q = q, .r = r, .c = c, .damp2 = damp2, .hist_slot = RMAOP__CG_SS,
+                    .fn = "rmaop_solve_cgls (device scalars)", .part = cgls_part};
     st = dev_solve(&v, cgls_init, o, info);
     goto out;
   }

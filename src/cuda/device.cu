@@ -426,8 +426,8 @@ extern "C" rmaop_status rmaop__dev_axpby_s(rmaop_ctx ctx, rmaop_dtype dt, void *
   return RMAOP_OK;
 }
 
-/* CGLS's scalar recurrences (src/solver.c) on one thread; st: RMAOP__CG_* slots (device.h). d: 4 doubles,
- * the two complex dots of the step (alpha: q.q, c.c; beta and init: r.r, s.s). */
+/* CGLS's and CG's scalar recurrences (src/solver.c) on one thread; st: RMAOP__CG_* slots (device.h). d: the
+ * complex dots of the step (CGLS alpha: q.q, c.c; CG alpha: c.Ac; beta and init: r.r, and s.s for CGLS). */
 __global__ void k_cgls_scalars(const double *d, double damp2, double *st, int step) {
   if (step == 0 || step == 3) { /* alpha: a = kold / (q.q + damp^2 c.c) or kold / |c.Ac|; breakdown when 0 */
     const double den = step == 0 ? d[0] + damp2 * d[2] : hypot(d[0], d[1]);
@@ -469,13 +469,13 @@ extern "C" rmaop_status rmaop__dev_capture_begin(rmaop_ctx ctx) {
   return RMAOP_OK;
 }
 
-extern "C" rmaop_status rmaop__dev_capture_end(rmaop_ctx ctx, int keep, void **exec, size_t *nodes) {
+extern "C" rmaop_status rmaop__dev_capture_end(rmaop_ctx ctx, int keep, void **exec) {
   cudaGraph_t g = NULL;
+  size_t nodes = 0;
   *exec = NULL;
-  *nodes = 0;
   cudaError_t e = cudaStreamEndCapture(STREAM(ctx), &g);
-  if (e == cudaSuccess && g) e = cudaGraphGetNodes(g, NULL, nodes);
-  if (e == cudaSuccess && g && keep && *nodes > 0) {
+  if (e == cudaSuccess && g) e = cudaGraphGetNodes(g, NULL, &nodes);
+  if (e == cudaSuccess && g && keep && nodes > 0) {
     cudaGraphExec_t x = NULL;
     e = cudaGraphInstantiate(&x, g, 0);
     if (e == cudaSuccess) *exec = x;

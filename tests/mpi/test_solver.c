@@ -308,10 +308,7 @@ START_TEST(test_bad_options) {
 }
 END_TEST
 
-/* RMAOP_SOLVER_SCALARS=device (CGLS's dots and step sizes on the device; on host memory the host loop runs):
- * against the serial reference (niter, damping, x0, a tolerance that stops it), and against
- * RMAOP_SOLVER_SCALARS=host: the same iterations, reason, history and x. */
-/* Whether CGLS with RMAOP_SOLVER_SCALARS=graph may replay a CUDA graph on this run's path (rmaop.h,
+/* Whether CG and CGLS with RMAOP_SOLVER_SCALARS=graph may replay a CUDA graph on this run's path (rmaop.h,
  * rmaop_ctx_stream): device memory and one rank, nccl, or rma over ipc on the kernel path. From the
  * environment the test list sets, not from the library. */
 static int graph_expected(void) {
@@ -332,8 +329,9 @@ static rmaop_ctx scalars_ctx(int mode) {
   return c;
 }
 
-/* CGLS with device scalars (eager, and replayed from a CUDA graph) against host scalars: same iterations,
- * history and x. */
+/* RMAOP_SOLVER_SCALARS=device and =graph (CGLS's dots and step sizes on the device, eagerly or replayed from
+ * CUDA graphs; on host memory the host loop runs): against the serial reference (niter, damping, x0, a
+ * tolerance that stops it), and against RMAOP_SOLVER_SCALARS=host: the same iterations, reason, history and x. */
 START_TEST(test_cgls_scalars_host_device) {
   rmaop_ctx hctx = scalars_ctx(-1);
   for (int mode = 0; mode < 2; ++mode) {
