@@ -61,7 +61,7 @@ void roof_report_profile_table(FILE *f, const roof_profile *p) {
       fprintf(f, "%-16s cold: 8 B epoch %.2f -> %.2f us (+%.2f)", "", q->cold.epoch.warm * US, q->cold.epoch.cold * US,
               q->cold.epoch.penalty * US);
     if (q->cold.has_epoch && q->cold.has_reduce)
-      fprintf(f, ", 1-double reduce %.2f -> %.2f us (+%.2f)", q->cold.reduce.warm * US, q->cold.reduce.cold * US,
+      fprintf(f, ", 1-element dot %.2f -> %.2f us (+%.2f)", q->cold.reduce.warm * US, q->cold.reduce.cold * US,
               q->cold.reduce.penalty * US);
     if (q->cold.has_epoch)
       fputc('\n', f);
