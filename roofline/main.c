@@ -6,6 +6,7 @@
  *   mpiexec -n 2 rmaop-roofline run --problem deriv1d --n 65536 --niter 20 [--backends rma,twosided]
  *                                  [--profile profile.json] [--out report]
  *   rmaop-roofline run --trace my-trace.json [--niter K] [--profile profile.json] [--out report]
+ *   rmaop-roofline check --report report.json[,...] --bench bench.json[,...] [--tolerance 0.25]
  *
  * Uses only the public rmaop API; bad input is a message and a non-zero exit (2: usage, 1: failure). */
 #include "tool.h"
@@ -19,13 +20,16 @@ static void usage(void) {
            "  rmaop-roofline probe [--quick] [--memory host|device] [--paths LIST] [--out FILE]\n"
            "                       [--max-bytes SIZE] [--point-ms MS] [--min-reps N] [--max-reps N] [--cold-reps N]\n"
            "      time one epoch of n messages of m bytes per path; fit T(n,m) = alpha + n*o + n*m/beta;\n"
-           "      time the 8 B epoch and a 1-double reduction cold (after writing 4x the LLC; --cold-reps 0: not);\n"
+           "      time the 8 B epoch and a 1-element dot cold (after writing 4x the LLC; --cold-reps 0: not);\n"
            "      write the profile (default profile.json) and a plot of data vs fit (profile.svg)\n"
            "  rmaop-roofline run --problem deriv1d|lap2d|bdiag|vstack --n N --niter K [--backends LIST]\n"
            "                     [--sync fence,pscw,lock] [--transport shm,mpi] [--memory host|device]\n"
            "                     [--profile FILE] [--out PREFIX] [--repeat R] [--no-save-traces]\n"
            "  rmaop-roofline run --trace FILE[,FILE...] [--trace ...] [--niter K] [--profile FILE] [--out PREFIX]\n"
            "      place every trace site on the message roofline; write PREFIX.json, PREFIX.csv, PREFIX.svg\n"
+           "  rmaop-roofline check --report FILE[,FILE...] --bench FILE[,FILE...] [--tolerance 0.25]\n"
+           "      each path's predicted messaging per iteration (run reports) against rmaop-bench --trace-sync --json\n"
+           "      (several files: medians per path over them)\n"
            "  rmaop-roofline refit [--profile FILE] [--out FILE]\n"
            "      fit a profile's raw medians again (same rules as probe) and rewrite it and its plot\n"
            "paths: rma.{fence,pscw,lock}.{shm,mpi} and twosided (host); rma.*.{ipc,mpi}, twosided, nccl (device)\n"
@@ -251,6 +255,55 @@ static int cmd_run(args *a) {
   return roof_run_command(&o);
 }
 
+/* ---- check -------------------------------------------------------------------------------------------- */
+
+static int cmd_check(args *a) {
+  const char *reports = NULL, *benches = NULL;
+  double tol = 0.25;
+  int st;
+  while ((st = next_opt(a)) > 0) {
+    if (!strcmp(a->name, "report")) {
+      if (!(reports = value(a)))
+        return 2;
+    } else if (!strcmp(a->name, "bench")) {
+      if (!(benches = value(a)))
+        return 2;
+    } else if (!strcmp(a->name, "tolerance")) {
+      const char *v = value(a);
+      char *end;
+      if (!v)
+        return 2;
+      tol = strtod(v, &end);
+      if (end == v || *end || !(tol > 0) || tol >= 10)
+        return roof_msg("rmaop-roofline check: --tolerance %s: expected a fraction in (0, 10), e.g. 0.25\n", v), 2;
+    } else {
+      return unknown(a), 2;
+    }
+  }
+  if (st < 0)
+    return 2;
+  if (!reports || !benches)
+    return roof_msg("rmaop-roofline check: give --report FILE[,FILE...] and --bench FILE[,FILE...]\n"), 2;
+  char rb[4096], bb[4096], *rl[ROOF_CHECK_MAX_FILES + 1], *bl[ROOF_CHECK_MAX_FILES + 1], err[ROOF_ERR_MAX];
+  const int nr = roof_split(reports, rb, sizeof rb, rl, ROOF_CHECK_MAX_FILES + 1);
+  const int nb = roof_split(benches, bb, sizeof bb, bl, ROOF_CHECK_MAX_FILES + 1);
+  roof_check *c = malloc(sizeof *c);
+  if (!c)
+    return roof_msg("rmaop-roofline check: out of memory\n"), 1;
+  int rc = 0;
+  if (roof_check_files((const char *const *)rl, nr, (const char *const *)bl, nb, tol, c, err, sizeof err)) {
+    roof_msg("rmaop-roofline check: %s\n", err);
+    rc = 1;
+  } else {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0)
+      roof_check_print(stdout, c);
+  }
+  free(c);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   args a = {.argc = argc, .argv = argv, .i = 2};
@@ -258,6 +311,8 @@ int main(int argc, char **argv) {
   const char *cmd = argc > 1 ? argv[1] : "";
   if (!strcmp(cmd, "probe"))
     rc = cmd_probe(&a);
+  else if (!strcmp(cmd, "check"))
+    rc = cmd_check(&a);
   else if (!strcmp(cmd, "run"))
     rc = cmd_run(&a);
   else if (!strcmp(cmd, "refit"))

@@ -340,6 +340,36 @@ int roof_svg_roofline(const char *file, const roof_run *runs, int nruns, const r
 /* Probe data against the fit: one panel per path, time per epoch against bytes per message. */
 int roof_svg_probe(const char *file, const roof_profile *prof, char *err, size_t errlen);
 
+/* ---------------------------------------------------------------------------------------------------- */
+/* check: predictions (run reports) against measurements (rmaop-bench --trace-sync --json), check.c     */
+/* ---------------------------------------------------------------------------------------------------- */
+
+#define ROOF_CHECK_MAX_PATHS 32
+#define ROOF_CHECK_MAX_FILES 16
+
+typedef struct {
+  char path[ROOF_NAME_MAX]; /* profile path name ("rma.lock.shm", "rma.lock.ipc.device") */
+  double predicted_k[ROOF_CHECK_MAX_FILES], predicted_warm_k[ROOF_CHECK_MAX_FILES]; /* per report, s/iteration */
+  double measured_k[ROOF_CHECK_MAX_FILES];                                          /* per bench file */
+  unsigned has_predicted, has_measured; /* bit k: report / bench file k has this path */
+  double predicted, predicted_warm, measured; /* medians over the files that have the path */
+  double error;                               /* predicted / measured - 1 */
+  int compared, within;
+} roof_check_row;
+
+typedef struct {
+  roof_check_row rows[ROOF_CHECK_MAX_PATHS]; /* the bench files' paths, in their order */
+  int nrows, nreports, nbenches, ncompared, nwithin;
+  int round_compared[ROOF_CHECK_MAX_FILES], round_within[ROOF_CHECK_MAX_FILES]; /* report k against bench k */
+  double tolerance;
+} roof_check;
+
+/* Reads the reports and bench files and compares per path (check.c says which prediction and how files pool).
+ * Returns 0, or -1 with a message naming the file and the problem. */
+int roof_check_files(const char *const *reports, int nreports, const char *const *benches, int nbenches, double tol,
+                     roof_check *c, char *err, size_t errlen);
+void roof_check_print(FILE *f, const roof_check *c);
+
 /* Small helpers shared by the files. */
 double roof_median(const double *v, int n);
 void roof_set_err(char *err, size_t errlen, const char *fmt, ...);

@@ -1007,6 +1007,112 @@ START_TEST(reports_json_and_csv) {
 }
 END_TEST
 
+/* ---- check: predictions against bench measurements ---------------------------------------------------- */
+
+/* A report with two runs (on rma.lock.shm and twosided) predicting three paths; each run predicts twosided
+ * differently, and the check must take the prediction of the run on that path. */
+static void write_check_report(const char *file, double lock_us, double two_us_home, double two_us_other) {
+  char text[2048];
+  snprintf(text, sizeof text,
+           "{\"runs\": [\n"
+           " {\"solver\": \"cgls\", \"path\": \"rma.lock.shm\", \"predicted_comm_per_iter\": {\"rma.lock.shm\": %g, "
+           "\"twosided\": %g, \"rma.fence.shm\": 9e-6}, \"predicted_comm_per_iter_warm\": {\"rma.lock.shm\": %g, "
+           "\"twosided\": 1e-6, \"rma.fence.shm\": 4e-6}},\n"
+           " {\"solver\": \"cgls\", \"path\": \"twosided\", \"predicted_comm_per_iter\": {\"rma.lock.shm\": 1, "
+           "\"twosided\": %g, \"rma.fence.shm\": 1}}\n]}\n",
+           lock_us * 1e-6, two_us_other * 1e-6, lock_us * 0.5e-6, two_us_home * 1e-6);
+  write_text(file, text);
+}
+
+static void write_check_bench(const char *file, const char *memory, double lock_us, double two_us) {
+  char text[2048];
+  snprintf(text, sizeof text,
+           "{\"problem\": \"deriv1d\", \"memory\": \"%s\", \"paths\": [\n"
+           " {\"path\": \"rma.lock.shm\", \"synchronized_comm_per_iter_seconds\": %g},\n"
+           " {\"path\": \"twosided\", \"synchronized_comm_per_iter_seconds\": %g},\n"
+           " {\"path\": \"rma.pscw.shm\", \"synchronized_comm_per_iter_seconds\": 5e-6},\n"
+           " {\"path\": \"rma.lock.mpi\"}\n]}\n",
+           memory, lock_us * 1e-6, two_us * 1e-6);
+  write_text(file, text);
+}
+
+START_TEST(check_predictions_against_bench) {
+  const char *r1 = scratch("check-r1.json"), *r2 = scratch("check-r2.json"), *r3 = scratch("check-r3.json");
+  const char *b1 = scratch("check-b1.json"), *b2 = scratch("check-b2.json"), *b3 = scratch("check-b3.json");
+  char err[ROOF_ERR_MAX];
+  roof_check *c = malloc(sizeof *c);
+  ck_assert_ptr_nonnull(c);
+  /* one round: lock 10 predicted against 9 measured (+11 %: within), twosided 6 (its own run's, not the
+   * 3 of the lock run) against 4 (+50 %: outside); rma.pscw.shm has no prediction; rma.lock.mpi no measurement */
+  write_check_report(r1, 10, 6, 3);
+  write_check_bench(b1, "host", 9, 4);
+  const char *reports[3] = {r1, r2, r3}, *benches[3] = {b1, b2, b3};
+  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, c, err, sizeof err), 0);
+  ck_assert_int_eq(c->nrows, 3);
+  ck_assert_str_eq(c->rows[0].path, "rma.lock.shm");
+  ck_assert_double_eq_tol(c->rows[0].predicted, 10e-6, 1e-15);
+  ck_assert_double_eq_tol(c->rows[0].predicted_warm, 5e-6, 1e-15);
+  ck_assert_double_eq_tol(c->rows[0].error, 10.0 / 9 - 1, 1e-12);
+  ck_assert_int_eq(c->rows[0].within, 1);
+  ck_assert_str_eq(c->rows[1].path, "twosided");
+  ck_assert_double_eq_tol(c->rows[1].predicted, 6e-6, 1e-15);
+  ck_assert_int_eq(c->rows[1].within, 0);
+  ck_assert_int_eq(c->rows[2].compared, 0);
+  ck_assert_int_eq(c->ncompared, 2);
+  ck_assert_int_eq(c->nwithin, 1);
+  /* three rounds pool by the median: lock predictions 10, 20, 12 -> 12; measurements 9, 30, 11 -> 11 */
+  write_check_report(r2, 20, 6, 3);
+  write_check_bench(b2, "host", 30, 5);
+  write_check_report(r3, 12, 5, 3);
+  write_check_bench(b3, "host", 11, 5);
+  ck_assert_int_eq(roof_check_files(reports, 3, benches, 3, 0.25, c, err, sizeof err), 0);
+  ck_assert_double_eq_tol(c->rows[0].predicted, 12e-6, 1e-15);
+  ck_assert_double_eq_tol(c->rows[0].measured, 11e-6, 1e-15);
+  ck_assert_int_eq(c->rows[0].within, 1);
+  ck_assert_double_eq_tol(c->rows[1].predicted, 6e-6, 1e-15); /* 6, 6, 5 against 4, 5, 5: +20 % */
+  ck_assert_int_eq(c->rows[1].within, 1);
+  ck_assert_int_eq(c->round_within[0], 1); /* round 1: lock within, twosided +50 % */
+  ck_assert_int_eq(c->round_within[1], 1); /* round 2: lock -33 %, twosided +20 % */
+  ck_assert_int_eq(c->round_compared[2], 2);
+  const char *tf = scratch("check.txt");
+  FILE *f = fopen(tf, "w");
+  roof_check_print(f, c);
+  fclose(f);
+  char *txt = read_text(tf);
+  ck_assert_ptr_nonnull(strstr(txt, "check: 2 of 2 paths within 25 %"));
+  ck_assert_ptr_nonnull(strstr(txt, "rounds (each report against its own bench): 1/2 1/2 2/2"));
+  ck_assert_ptr_nonnull(strstr(txt, "no prediction"));
+  free(txt);
+  /* device benches name paths without the memory suffix that profiles carry */
+  write_text(r1, "{\"runs\": [{\"path\": \"rma.lock.ipc.device\", \"predicted_comm_per_iter\": "
+                 "{\"rma.lock.ipc.device\": 2e-5}}]}");
+  write_text(b1, "{\"memory\": \"device\", \"paths\": [{\"path\": \"rma.lock.ipc\", "
+                 "\"synchronized_comm_per_iter_seconds\": 2e-5}]}");
+  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, c, err, sizeof err), 0);
+  ck_assert_str_eq(c->rows[0].path, "rma.lock.ipc.device");
+  ck_assert_int_eq(c->nwithin, 1);
+  /* bad input names the file and the problem */
+  write_text(b1, "{\"paths\": [{\"path\": \"twosided\", \"iterations\": 20}]}");
+  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, c, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "--trace-sync"));
+  ck_assert_ptr_nonnull(strstr(err, b1));
+  write_text(b1, "{\"runs\": []}");
+  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, c, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "not an rmaop-bench --json file"));
+  write_check_bench(b1, "host", 9, 4);
+  write_text(r1, "{\"paths\": []}");
+  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, c, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "not a report of rmaop-roofline run"));
+  write_text(r1, "{\"runs\": [");
+  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, c, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "is not valid JSON"));
+  ck_assert_int_eq(roof_check_files(reports, 0, benches, 1, 0.25, c, err, sizeof err), -1);
+  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0, c, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "tolerance"));
+  free(c);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("roofline");
   TCase *fit = tcase_create("fit");
@@ -1037,6 +1143,7 @@ static Suite *suite(void) {
   tcase_add_test(files, xml_checker_itself);
   tcase_add_test(files, svg_plots_are_well_formed);
   tcase_add_test(files, reports_json_and_csv);
+  tcase_add_test(files, check_predictions_against_bench);
   suite_add_tcase(s, files);
   return s;
 }

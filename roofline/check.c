@@ -1,0 +1,218 @@
+/* rmaop-roofline check: the model's predictions against rmaop-bench's measurements (issue 6's 25 % check).
+ *
+ * A report (rmaop-roofline run --out PREFIX: PREFIX.json) predicts, for every profiled path, the messaging
+ * time per iteration of the solver it ran ("predicted_comm_per_iter": the sites' warm model plus their share
+ * of the path's cold penalty). rmaop-bench --trace-sync --json measures the same quantity on each path it
+ * ran ("synchronized_comm_per_iter_seconds": per site the median call inside rmaop's calls times the calls,
+ * summed, from solves traced with synchronized starts). Per path, the check compares the two.
+ *
+ * Which prediction: the one made from the run on that very path (its sites' shapes are that path's: the
+ * twosided trace coalesces messages per peer), else from the first run that predicts the path at all.
+ * Several reports and several bench files (rounds of probe + run + bench, interleaved in time) are pooled
+ * per path by the median over the files, predictions and measurements separately: on a shared machine the
+ * medians of a minute move by up to 2x between phases (docs/roofline-runs/2026-11-23-median-check.md), and
+ * pooling rounds that alternate probe and bench lets both sides see the same mix of phases. Every
+ * round's own comparison is printed too when there are as many reports as bench files. */
+#include "roofline.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Bench path names carry no memory suffix ("rma.lock.ipc" with "memory": "device"); profile paths do. */
+static void bench_path_name(const char *name, const char *memory, char *out, size_t len) {
+  const int dev = memory && strcmp(memory, "device") == 0 && !strstr(name, ".device");
+  snprintf(out, len, "%s%s", name, dev ? ".device" : "");
+}
+
+static roof_check_row *row_for(roof_check *c, const char *path) {
+  for (int i = 0; i < c->nrows; ++i)
+    if (strcmp(c->rows[i].path, path) == 0)
+      return &c->rows[i];
+  if (c->nrows == ROOF_CHECK_MAX_PATHS)
+    return NULL;
+  roof_check_row *r = &c->rows[c->nrows++];
+  memset(r, 0, sizeof *r);
+  snprintf(r->path, sizeof r->path, "%s", path);
+  return r;
+}
+
+static int number(const json_value *v, double *out) {
+  if (!v || v->type != JSON_NUMBER || !isfinite(v->number) || v->number < 0)
+    return 0;
+  *out = v->number;
+  return 1;
+}
+
+/* One bench file: each path's synchronized messaging per iteration into its row's k-th slot. */
+static int read_bench(roof_check *c, const char *file, int k, char *err, size_t errlen) {
+  json_value *root = json_parse_file(file, err, errlen);
+  if (!root)
+    return -1;
+  int rc = -1;
+  const json_value *paths = json_get(root, "paths"), *mem = json_get(root, "memory");
+  if (!paths || paths->type != JSON_ARRAY) {
+    roof_set_err(err, errlen, "%s: no \"paths\" array: not an rmaop-bench --json file", file);
+    goto out;
+  }
+  int found = 0;
+  for (size_t i = 0; i < paths->count; ++i) {
+    const json_value *p = &paths->items[i], *name = json_get(p, "path");
+    double t;
+    if (!name || name->type != JSON_STRING)
+      continue;
+    if (!number(json_get(p, "synchronized_comm_per_iter_seconds"), &t))
+      continue;
+    char full[ROOF_NAME_MAX];
+    bench_path_name(name->string, mem && mem->type == JSON_STRING ? mem->string : NULL, full, sizeof full);
+    roof_check_row *r = row_for(c, full);
+    if (!r) {
+      roof_set_err(err, errlen, "%s: more than %d paths", file, ROOF_CHECK_MAX_PATHS);
+      goto out;
+    }
+    r->measured_k[k] = t;
+    r->has_measured |= 1u << k;
+    ++found;
+  }
+  if (!found) {
+    roof_set_err(err, errlen,
+                 "%s: no path has \"synchronized_comm_per_iter_seconds\": run rmaop-bench with --trace-sync", file);
+    goto out;
+  }
+  rc = 0;
+out:
+  json_free(root);
+  return rc;
+}
+
+/* The run's predictions for `path`: { "path": seconds, ... } of predicted_comm_per_iter(_warm). */
+static int run_prediction(const json_value *run, const char *key, const char *path, double *out) {
+  return number(json_get(json_get(run, key), path), out);
+}
+
+/* One report: every row's prediction into its k-th slot. */
+static int read_report(roof_check *c, const char *file, int k, char *err, size_t errlen) {
+  json_value *root = json_parse_file(file, err, errlen);
+  if (!root)
+    return -1;
+  int rc = -1;
+  const json_value *runs = json_get(root, "runs");
+  if (!runs || runs->type != JSON_ARRAY || runs->count == 0) {
+    roof_set_err(err, errlen, "%s: no \"runs\": not a report of rmaop-roofline run", file);
+    goto out;
+  }
+  for (int i = 0; i < c->nrows; ++i) {
+    roof_check_row *r = &c->rows[i];
+    const json_value *use = NULL;
+    for (size_t j = 0; j < runs->count && !use; ++j) { /* the run on this path first */
+      const json_value *p = json_get(&runs->items[j], "path");
+      if (p && p->type == JSON_STRING && strcmp(p->string, r->path) == 0)
+        use = &runs->items[j];
+    }
+    double t, w;
+    for (size_t j = 0; j < runs->count && !use; ++j)
+      if (run_prediction(&runs->items[j], "predicted_comm_per_iter", r->path, &t))
+        use = &runs->items[j];
+    if (!use || !run_prediction(use, "predicted_comm_per_iter", r->path, &t))
+      continue; /* this profile has no such path: the row says so */
+    r->predicted_k[k] = t;
+    r->predicted_warm_k[k] = run_prediction(use, "predicted_comm_per_iter_warm", r->path, &w) ? w : t;
+    r->has_predicted |= 1u << k;
+  }
+  rc = 0;
+out:
+  json_free(root);
+  return rc;
+}
+
+/* Median of the slots whose bit is set in `mask`. */
+static double masked_median(const double *v, unsigned mask, int n, int *count) {
+  double tmp[ROOF_CHECK_MAX_FILES];
+  int m = 0;
+  for (int k = 0; k < n; ++k)
+    if (mask & (1u << k))
+      tmp[m++] = v[k];
+  *count = m;
+  return m ? roof_median(tmp, m) : 0.0;
+}
+
+int roof_check_files(const char *const *reports, int nreports, const char *const *benches, int nbenches, double tol,
+                     roof_check *c, char *err, size_t errlen) {
+  memset(c, 0, sizeof *c);
+  c->tolerance = tol;
+  if (nreports < 1 || nbenches < 1 || nreports > ROOF_CHECK_MAX_FILES || nbenches > ROOF_CHECK_MAX_FILES) {
+    roof_set_err(err, errlen, "give 1..%d reports and 1..%d bench files (got %d and %d)", ROOF_CHECK_MAX_FILES,
+                 ROOF_CHECK_MAX_FILES, nreports, nbenches);
+    return -1;
+  }
+  if (!(tol > 0) || tol >= 10) {
+    roof_set_err(err, errlen, "tolerance %g: expected a fraction in (0, 10), e.g. 0.25", tol);
+    return -1;
+  }
+  c->nreports = nreports;
+  c->nbenches = nbenches;
+  for (int k = 0; k < nbenches; ++k)
+    if (read_bench(c, benches[k], k, err, errlen))
+      return -1;
+  for (int k = 0; k < nreports; ++k)
+    if (read_report(c, reports[k], k, err, errlen))
+      return -1;
+  for (int i = 0; i < c->nrows; ++i) {
+    roof_check_row *r = &c->rows[i];
+    int np, nw, nm;
+    r->predicted = masked_median(r->predicted_k, r->has_predicted, nreports, &np);
+    r->predicted_warm = masked_median(r->predicted_warm_k, r->has_predicted, nreports, &nw);
+    r->measured = masked_median(r->measured_k, r->has_measured, nbenches, &nm);
+    r->compared = np > 0 && nm > 0 && r->measured > 0;
+    r->error = r->compared ? r->predicted / r->measured - 1.0 : 0.0;
+    r->within = r->compared && fabs(r->error) <= tol;
+    c->ncompared += r->compared;
+    c->nwithin += r->within;
+    for (int k = 0; k < nreports && nreports == nbenches; ++k) {
+      const unsigned bit = 1u << k;
+      if ((r->has_predicted & bit) && (r->has_measured & bit) && r->measured_k[k] > 0) {
+        const double e = r->predicted_k[k] / r->measured_k[k] - 1.0;
+        c->round_compared[k]++;
+        c->round_within[k] += fabs(e) <= tol;
+      }
+    }
+  }
+  return 0;
+}
+
+void roof_check_print(FILE *f, const roof_check *c) {
+  const double US = 1e6;
+  const int paired = c->nreports == c->nbenches && c->nreports > 1;
+  fprintf(f, "prediction (model) against measurement (rmaop-bench --trace-sync), us of messaging per iteration");
+  if (c->nreports > 1 || c->nbenches > 1)
+    fprintf(f, "; medians over %d report(s) and %d bench file(s)", c->nreports, c->nbenches);
+  fprintf(f, "\n%-22s %10s %10s %10s %8s  %s\n", "path", "model", "warm", "measured", "error", "check");
+  for (int i = 0; i < c->nrows; ++i) {
+    const roof_check_row *r = &c->rows[i];
+    if (!r->compared) {
+      fprintf(f, "%-22s %10s %10s %10.2f %8s  no prediction (the profile has no such path)\n", r->path, "-", "-",
+              r->measured * US, "-");
+      continue;
+    }
+    fprintf(f, "%-22s %10.2f %10.2f %10.2f %+7.0f%%  %s\n", r->path, r->predicted * US, r->predicted_warm * US,
+            r->measured * US, 100 * r->error, r->within ? "within" : "OUTSIDE");
+    if (paired) {
+      fprintf(f, "%-22s", "  per round");
+      for (int k = 0; k < c->nreports; ++k) {
+        const unsigned bit = 1u << k;
+        if ((r->has_predicted & bit) && (r->has_measured & bit) && r->measured_k[k] > 0)
+          fprintf(f, " %+.0f%%", 100 * (r->predicted_k[k] / r->measured_k[k] - 1.0));
+        else
+          fprintf(f, " -");
+      }
+      fputc('\n', f);
+    }
+  }
+  if (paired) {
+    fprintf(f, "rounds (each report against its own bench):");
+    for (int k = 0; k < c->nreports; ++k)
+      fprintf(f, " %d/%d", c->round_within[k], c->round_compared[k]);
+    fputc('\n', f);
+  }
+  fprintf(f, "check: %d of %d paths within %.0f %%\n", c->nwithin, c->ncompared, 100 * c->tolerance);
+}

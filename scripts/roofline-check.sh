@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Issue 6's acceptance check: the roofline model's per-iteration messaging of CGLS (deriv1d, bdiag) on each
+# path against what rmaop-bench --trace-sync measures on that path, within 25 %.
+#
+# The machine is probed and the bench run in ROUNDS rounds, interleaved in time: each round is a probe, then
+# per problem a roofline run (the prediction: the probe's model at the solver's sites) and the bench (the
+# measurement). `rmaop-roofline check` then compares each round's prediction with that round's measurement
+# and, the figure reported, the medians over the rounds of both: on a shared machine the messaging medians of
+# one minute move by up to 2x between busy and quiet phases, more than the 25 % being checked, and rounds that
+# alternate probe and bench let model and measurement see the same mix of phases.
+#
+#   scripts/roofline-check.sh [OUT_DIR]          (default: $BUILD_DIR/roofline-check)
+#   ROUNDS=5 PROBE_ARGS="--quick" NP=2 MEMORY=host scripts/roofline-check.sh
+#   MEMORY=device BACKENDS=rma,twosided,nccl TRANSPORTS=ipc,mpi scripts/roofline-check.sh   (a GPU machine)
+#
+# Needs a build ($BUILD_DIR, default build/; scripts/test.sh or demo.sh makes one). Writes per round
+# profile-R.json, DERIV-R.json / BDIAG-R.json (reports), bench-PROBLEM-R.json and logs, then check-PROBLEM.txt.
+set -euo pipefail
+
+RMAOP_SCRIPT=roofline-check.sh
+# shellcheck source=scripts/setup.sh
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+rmaop_setup_env
+
+ROUNDS="${ROUNDS:-5}"
+NP="${NP:-2}"
+MEMORY="${MEMORY:-host}"
+PROBE_ARGS="${PROBE_ARGS---quick}"   # empty: full probes
+BACKENDS="${BACKENDS:-rma,twosided}"
+SYNCS="${SYNCS:-fence,pscw,lock}"
+TRANSPORTS="${TRANSPORTS:-shm,mpi}"
+NITER="${NITER:-20}"
+REPEAT="${REPEAT:-5}"
+DERIV_N="${DERIV_N:-1048576}"
+BDIAG_N="${BDIAG_N:-1024}"
+out="${1:-$BUILD_DIR/roofline-check}"
+roofline="$BUILD_DIR/roofline/rmaop-roofline"
+bench="$BUILD_DIR/bench/rmaop-bench"
+[ -x "$roofline" ] && [ -x "$bench" ] || rmaop_die "$roofline or $bench was not built (run scripts/test.sh first)"
+[[ "$ROUNDS" =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 16 ] || rmaop_die "ROUNDS=$ROUNDS: expected 1..16"
+mkdir -p "$out"
+mapfile -t mpi_flags < <(rmaop_mpiexec_flags)
+read -r -a probe_args <<<"$PROBE_ARGS"
+M=(mpiexec "${mpi_flags[@]}" -n "$NP")
+problems=("deriv1d $DERIV_N" "bdiag $BDIAG_N")
+
+rmaop_log "$ROUNDS rounds, $NP ranks, $MEMORY memory, probe ${PROBE_ARGS:-(full)}; files in $out"
+for ((r = 1; r <= ROUNDS; ++r)); do
+  rmaop_log "round $r/$ROUNDS: probe ($(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1-3 /proc/loadavg))"
+  "${M[@]}" "$roofline" probe "${probe_args[@]}" --memory "$MEMORY" --out "$out/profile-$r.json" \
+    >"$out/probe-$r.log" 2>&1 || { cat "$out/probe-$r.log" >&2; rmaop_die "the probe of round $r failed"; }
+  for p in "${problems[@]}"; do
+    read -r problem n <<<"$p"
+    common=(--problem "$problem" --n "$n" --niter "$NITER" --memory "$MEMORY" --backends "$BACKENDS"
+      --sync "$SYNCS" --transport "$TRANSPORTS")
+    rmaop_log "round $r/$ROUNDS: $problem run + bench"
+    "${M[@]}" "$roofline" run "${common[@]}" --repeat 1 --no-save-traces --profile "$out/profile-$r.json" \
+      --out "$out/$problem-$r" >"$out/run-$problem-$r.log" 2>&1 ||
+      { cat "$out/run-$problem-$r.log" >&2; rmaop_die "rmaop-roofline run ($problem, round $r) failed"; }
+    "${M[@]}" "$bench" "${common[@]}" --repeat "$REPEAT" --trace-sync --json "$out/bench-$problem-$r.json" \
+      >"$out/bench-$problem-$r.log" 2>&1 ||
+      { cat "$out/bench-$problem-$r.log" >&2; rmaop_die "rmaop-bench ($problem, round $r) failed"; }
+  done
+done
+
+status=0
+for p in "${problems[@]}"; do
+  read -r problem n <<<"$p"
+  reports="" benches=""
+  for ((r = 1; r <= ROUNDS; ++r)); do
+    reports+="${reports:+,}$out/$problem-$r.json"
+    benches+="${benches:+,}$out/bench-$problem-$r.json"
+  done
+  echo
+  echo "=== $problem (n = $n, $NITER iterations, $NP ranks, $MEMORY memory)"
+  "$roofline" check --report "$reports" --bench "$benches" | tee "$out/check-$problem.txt" || status=1
+done
+exit "$status"
