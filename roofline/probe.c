@@ -157,6 +157,28 @@ static rmaop_status epoch_run(void *arg, double *own) {
   return st;
 }
 
+/* The cold points time the epoch as a solver's plan site is measured (rmaop-bench --trace-sync, `run`): the
+ * trace's time inside rmaop's calls under RMAOP_TRACE_SYNCED, which meets the ranks in a barrier (untimed)
+ * before the begin and again before the end. Timed as one span from begin to end instead, a cold epoch also
+ * counted the wait, inside the end, for the peer's own cold begin when the ranks left the barrier apart;
+ * the solver's sites never count it (their end follows a barrier). On the GPU machine's 16-vCPU host, pooled
+ * over 5 rounds, deriv1d's lock.shm and fence.mpi predictions went from +42 % and +54 % against the bench to
+ * -8 % and -7 % (docs/roofline-runs/2026-11-25-pooled-check.md). */
+static rmaop_status epoch_synced_run(void *arg, double *own) {
+  epoch_state *e = arg;
+  rmaop_trace_site site;
+  double unused;
+  rmaop_status st = rmaop_trace_reset(e->ctx);
+  if (st == RMAOP_OK)
+    st = rmaop_trace_enable(e->ctx, RMAOP_TRACE_SYNCED);
+  if (st == RMAOP_OK)
+    st = epoch_run(e, &unused);
+  (void)rmaop_trace_enable(e->ctx, RMAOP_TRACE_OFF);
+  if (st == RMAOP_OK && rmaop_trace_get(e->ctx, 0, &site) == RMAOP_OK && strcmp(site.kind, "plan") == 0)
+    *own = site.time_inside;
+  return st;
+}
+
 /* Timed as a solver's reduction site is (the trace's time inside, synchronized start): rmaop_allreduce
  * first agrees on its arguments, a collective of its own that the solvers' rmaop_vec_mdot does not make,
  * and the wall time would count it. */
@@ -377,7 +399,7 @@ static int measure_curve(epoch_state *e, sweeper *sw, int reps, const char *path
   c->ncurve = 0;
   for (double b = 1048576; b < (double)sw->bytes && c->ncurve < ROOF_MAX_CURVE - 1; b *= 2) {
     roof_cold_point q;
-    if (time_cold(epoch_run, e, sw, (size_t)b, reps, &q))
+    if (time_cold(epoch_synced_run, e, sw, (size_t)b, reps, &q))
       return -1;
     c->curve_bytes[c->ncurve] = b;
     c->curve_t[c->ncurve++] = q.cold;
@@ -550,7 +572,7 @@ static void probe_cold(rmaop_ctx ctx, const roof_probe_options *o, sweeper *sw, 
   memset(c, 0, sizeof *c);
   if (epoch_setup(ctx, 1, 8, &e) != RMAOP_OK)
     return;
-  int bad = time_cold(epoch_run, &e, sw, sw->bytes, o->cold_reps, &c->epoch);
+  int bad = time_cold(epoch_synced_run, &e, sw, sw->bytes, o->cold_reps, &c->epoch);
   if (!bad && !cache->has) {
     bad = measure_curve(&e, sw, o->cold_reps, p->name, &c->epoch, cache);
     if (!bad)
