@@ -286,15 +286,15 @@ static int time_op(roof_op op, void *arg, const roof_probe_options *o, double *m
 #define ROOF_SWEEP_DEFAULT (64.0 * 1024 * 1024)
 #define ROOF_SWEEP_CHUNK ((size_t)16 << 20)
 
-/* Streams the first @p bytes as a solver's vector update does (v = 0.5 v + 1: every element read and written),
- * so the caches then hold the scratch and whatever the communication touched before must come back from DRAM.
- * Not one store per cache line (until session 17): on the 2-vCPU VM an MPI_Allreduce after such a sweep of
- * 4-8 MiB per rank took 1.2-2 us where after reading every double of the same bytes it took 2.6-5.2 us (20.4 us
- * after 256 MiB either way), and bdiag's mdot, one 8 MiB matrix pass apart, was predicted 25-60 % low. In chunks of ROOF_SWEEP_CHUNK with a
- * barrier after each, so the ranks sweep in step: a rank that finished a long sweep early would wait in a
- * barrier that, with more processes than cores, gives its CPU away (Open MPI yields while it waits), and the
- * cold epoch would then time the scheduler. A chunk takes about as long as a solver computes between two
- * calls (a millisecond or two). Collective. */
+/* Streams the first @p bytes as a solver's vector update does (v = 0.5 v + 1: every element read and
+ * written), so the caches then hold the scratch and whatever the communication touched before must come back
+ * from DRAM. Not one store per cache line (until session 17): on the 2-vCPU VM an MPI_Allreduce after such a
+ * sweep of 4-8 MiB per rank took 1.2-2 us where after reading every double of the same bytes it took 2.6-5.2
+ * us (20.4 us after 256 MiB either way), and bdiag's mdot, one 8 MiB matrix pass apart, was predicted 25-60 %
+ * low. In chunks of ROOF_SWEEP_CHUNK with a barrier after each, so the ranks sweep in step: a rank that
+ * finished a long sweep early would wait in a barrier that, with more processes than cores, gives its CPU away
+ * (Open MPI yields while it waits), and the cold epoch would then time the scheduler. A chunk takes about as
+ * long as a solver computes between two calls (a millisecond or two). Collective. */
 static void sweep(sweeper *sw, size_t bytes) {
   double *const v = sw->buf;
   bytes = bytes < sw->bytes ? bytes : sw->bytes;
