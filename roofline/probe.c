@@ -155,6 +155,28 @@ static rmaop_status epoch_run(void *arg, double *own) {
   return st;
 }
 
+/* Runs @p call once with synchronized tracing (RMAOP_TRACE_SYNCED: a barrier, untimed, before each begin,
+ * end and wait) and leaves in *own the time inside rmaop's calls of the one site of kind @p kind it records:
+ * how rmaop-bench --trace-sync and `run` measure a solver's sites. */
+static rmaop_status synced_inside(rmaop_ctx ctx, const char *kind, rmaop_status (*call)(void *), void *arg,
+                                  double *own) {
+  rmaop_trace_site site;
+  rmaop_status st = rmaop_trace_reset(ctx);
+  if (st == RMAOP_OK)
+    st = rmaop_trace_enable(ctx, RMAOP_TRACE_SYNCED);
+  if (st == RMAOP_OK)
+    st = call(arg);
+  (void)rmaop_trace_enable(ctx, RMAOP_TRACE_OFF);
+  if (st == RMAOP_OK && rmaop_trace_get(ctx, 0, &site) == RMAOP_OK && strcmp(site.kind, kind) == 0)
+    *own = site.time_inside;
+  return st;
+}
+
+static rmaop_status epoch_call(void *arg) {
+  double unused;
+  return epoch_run(arg, &unused);
+}
+
 /* The cold points time the epoch as a solver's plan site is measured (rmaop-bench --trace-sync, `run`): the
  * trace's time inside rmaop's calls under RMAOP_TRACE_SYNCED, which meets the ranks in a barrier (untimed)
  * before the begin and again before the end. Timed as one span from begin to end instead, a cold epoch also
@@ -163,35 +185,19 @@ static rmaop_status epoch_run(void *arg, double *own) {
  * over 5 rounds, deriv1d's lock.shm and fence.mpi predictions went from +42 % and +54 % against the bench to
  * -8 % and -7 % (docs/roofline-runs/2026-11-25-pooled-check.md). */
 static rmaop_status epoch_synced_run(void *arg, double *own) {
-  epoch_state *e = arg;
-  rmaop_trace_site site;
-  double unused;
-  rmaop_status st = rmaop_trace_reset(e->ctx);
-  if (st == RMAOP_OK)
-    st = rmaop_trace_enable(e->ctx, RMAOP_TRACE_SYNCED);
-  if (st == RMAOP_OK)
-    st = epoch_run(e, &unused);
-  (void)rmaop_trace_enable(e->ctx, RMAOP_TRACE_OFF);
-  if (st == RMAOP_OK && rmaop_trace_get(e->ctx, 0, &site) == RMAOP_OK && strcmp(site.kind, "plan") == 0)
-    *own = site.time_inside;
-  return st;
+  return synced_inside(((epoch_state *)arg)->ctx, "plan", epoch_call, arg, own);
+}
+
+static rmaop_status reduce_call(void *arg) {
+  reduce_state *r = arg; /* host result: synchronous */
+  return rmaop_allreduce(r->ctx, r->in, r->out, r->count, RMAOP_SUM, "probe.reduce");
 }
 
 /* Timed as a solver's reduction site is (the trace's time inside, synchronized start): rmaop_allreduce
  * first agrees on its arguments, a collective of its own that the solvers' rmaop_vec_mdot does not make,
- * and the wall time would count it. */
+ * and the wall time would count it (the agreement records no trace site). */
 static rmaop_status reduce_run(void *arg, double *own) {
-  reduce_state *r = arg;
-  rmaop_trace_site site;
-  rmaop_status st = rmaop_trace_reset(r->ctx);
-  if (st == RMAOP_OK)
-    st = rmaop_trace_enable(r->ctx, RMAOP_TRACE_SYNCED);
-  if (st == RMAOP_OK) /* host result: synchronous */
-    st = rmaop_allreduce(r->ctx, r->in, r->out, r->count, RMAOP_SUM, "probe.reduce");
-  (void)rmaop_trace_enable(r->ctx, RMAOP_TRACE_OFF);
-  if (st == RMAOP_OK && rmaop_trace_get(r->ctx, 0, &site) == RMAOP_OK && strcmp(site.label, "probe.reduce") == 0)
-    *own = site.time_inside;
-  return st;
+  return synced_inside(((reduce_state *)arg)->ctx, "reduce", reduce_call, arg, own);
 }
 
 /* The cold reduction point is a dot of one element per rank (rmaop_vec_dot: one reduction of the real
@@ -205,19 +211,14 @@ typedef struct {
   rmaop_vec x;
 } dot_state;
 
-static rmaop_status dot_run(void *arg, double *own) {
-  dot_state *d = arg;
+static rmaop_status dot_call(void *arg) {
+  const dot_state *d = arg;
   double _Complex r = 0;
-  rmaop_trace_site site;
-  rmaop_status st = rmaop_trace_reset(d->ctx);
-  if (st == RMAOP_OK)
-    st = rmaop_trace_enable(d->ctx, RMAOP_TRACE_SYNCED);
-  if (st == RMAOP_OK)
-    st = rmaop_vec_dot(d->x, d->x, &r);
-  (void)rmaop_trace_enable(d->ctx, RMAOP_TRACE_OFF);
-  if (st == RMAOP_OK && rmaop_trace_get(d->ctx, 0, &site) == RMAOP_OK && strcmp(site.kind, "reduce") == 0)
-    *own = site.time_inside;
-  return st;
+  return rmaop_vec_dot(d->x, d->x, &r);
+}
+
+static rmaop_status dot_run(void *arg, double *own) {
+  return synced_inside(((dot_state *)arg)->ctx, "reduce", dot_call, arg, own);
 }
 
 static rmaop_status dot_setup(rmaop_ctx ctx, dot_state *d) {
