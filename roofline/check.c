@@ -125,6 +125,15 @@ out:
   return rc;
 }
 
+/* Round k's own error (report k against bench k), when both have the path. */
+static int round_error(const roof_check_row *r, int k, double *e) {
+  const unsigned bit = 1u << k;
+  if (!(r->has_predicted & bit) || !(r->has_measured & bit) || !(r->measured_k[k] > 0))
+    return 0;
+  *e = r->predicted_k[k] / r->measured_k[k] - 1.0;
+  return 1;
+}
+
 /* Median of the slots whose bit is set in `mask`. */
 static double masked_median(const double *v, unsigned mask, int n, int *count) {
   double tmp[ROOF_CHECK_MAX_FILES];
@@ -159,23 +168,21 @@ int roof_check_files(const char *const *reports, int nreports, const char *const
       return -1;
   for (int i = 0; i < c->nrows; ++i) {
     roof_check_row *r = &c->rows[i];
-    int np, nw, nm;
+    int np, nm;
     r->predicted = masked_median(r->predicted_k, r->has_predicted, nreports, &np);
-    r->predicted_warm = masked_median(r->predicted_warm_k, r->has_predicted, nreports, &nw);
+    r->predicted_warm = masked_median(r->predicted_warm_k, r->has_predicted, nreports, &np);
     r->measured = masked_median(r->measured_k, r->has_measured, nbenches, &nm);
     r->compared = np > 0 && nm > 0 && r->measured > 0;
     r->error = r->compared ? r->predicted / r->measured - 1.0 : 0.0;
     r->within = r->compared && fabs(r->error) <= tol;
     c->ncompared += r->compared;
     c->nwithin += r->within;
-    for (int k = 0; k < nreports && nreports == nbenches; ++k) {
-      const unsigned bit = 1u << k;
-      if ((r->has_predicted & bit) && (r->has_measured & bit) && r->measured_k[k] > 0) {
-        const double e = r->predicted_k[k] / r->measured_k[k] - 1.0;
+    double e;
+    for (int k = 0; k < nreports && nreports == nbenches; ++k)
+      if (round_error(r, k, &e)) {
         c->round_compared[k]++;
         c->round_within[k] += fabs(e) <= tol;
       }
-    }
   }
   return 0;
 }
@@ -198,13 +205,12 @@ void roof_check_print(FILE *f, const roof_check *c) {
             r->measured * US, 100 * r->error, r->within ? "within" : "OUTSIDE");
     if (paired) {
       fprintf(f, "%-22s", "  per round");
-      for (int k = 0; k < c->nreports; ++k) {
-        const unsigned bit = 1u << k;
-        if ((r->has_predicted & bit) && (r->has_measured & bit) && r->measured_k[k] > 0)
-          fprintf(f, " %+.0f%%", 100 * (r->predicted_k[k] / r->measured_k[k] - 1.0));
+      double e;
+      for (int k = 0; k < c->nreports; ++k)
+        if (round_error(r, k, &e))
+          fprintf(f, " %+.0f%%", 100 * e);
         else
           fprintf(f, " -");
-      }
       fputc('\n', f);
     }
   }
