@@ -488,7 +488,7 @@ static rmaop_status reduce_device(rmaop_ctx ctx, const double *in, double *out, 
   ctx->comm_time += t1 - t0;
   if (ctx->trace_on) /* host time: the kernel runs on after the call (stream-ordered) */
     rmaop__trace_record(ctx, "reduce.device", "reduce", "ipc", (uint64_t)(ctx->size - 1),
-                        (double)count * (double)sizeof(double), t1 - t0, t1 - t0);
+                        (double)count * (double)sizeof(double), t1 - t0, t1 - t0, 0);
   *done = 1;
   return RMAOP_OK;
 }

@@ -487,7 +487,7 @@ rmaop_status rmaop_win_epoch_end(rmaop_win win) {
     /* Between a public epoch's begin and end come the user's puts and gets: all of it is rmaop's. */
     const double span = rmaop__wtime() - win->t_begin;
     rmaop__trace_record(ctx, "win", "epoch", win->transport_name, win->ops,
-                        win->ops ? (double)win->op_bytes / (double)win->ops : 0.0, span, span);
+                        win->ops ? (double)win->op_bytes / (double)win->ops : 0.0, span, span, 0);
   }
   return RMAOP_OK;
 }

@@ -410,7 +410,8 @@ rmaop_status rmaop_plan_end(rmaop_plan plan) {
   ctx->comm_time += t1 - t0;
   if (ctx->trace_on)
     rmaop__trace_record(ctx, plan->label, "plan", plan->trace_transport, plan->trace_messages,
-                        plan->trace_bytes_per_message, t1 - plan->t_begin, plan->t_inside + (t1 - t0));
+                        plan->trace_bytes_per_message, t1 - plan->t_begin, plan->t_inside + (t1 - t0),
+                        plan->cur_mode == RMAOP_ADD);
   return RMAOP_OK;
 }
 

@@ -140,7 +140,7 @@ rmaop_status rmaop_request_wait(rmaop_request *preq) {
   *preq = NULL;
   if (st == RMAOP_OK && ctx->trace_on && (r->started || r->deferred))
     rmaop__trace_record(ctx, r->label, "reduce", ctx->backend->reduce_transport(ctx), (uint64_t)(ctx->size - 1),
-                        (double)(r->count * (int64_t)sizeof(double)), t1 - r->t_begin, r->t_inside + (t1 - t0));
+                        (double)(r->count * (int64_t)sizeof(double)), t1 - r->t_begin, r->t_inside + (t1 - t0), 0);
   if (st == RMAOP_OK && r->has_flag) {
     if (r->local != RMAOP_OK) st = r->local; /* message recorded when the argument was checked */
     else if (r->buf[r->count - 1] != 0.0)

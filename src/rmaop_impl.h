@@ -409,9 +409,10 @@ rmaop_status rmaop__op_parts_end(int n, const rmaop_op ops[], int adjoint, int o
 
 /* ---- trace ------------------------------------------------------------------------------------- */
 
-/* `seconds`: begin to end; `inside`: the part spent inside rmaop's own calls. */
+/* `seconds`: begin to end; `inside`: the part spent inside rmaop's own calls; `add`: the call was a plan in
+ * RMAOP_ADD mode (the receiver accumulates). */
 void rmaop__trace_record(rmaop_ctx ctx, const char *label, const char *kind, const char *transport,
-                         uint64_t messages, double bytes_per_message, double seconds, double inside);
+                         uint64_t messages, double bytes_per_message, double seconds, double inside, int add);
 void rmaop__trace_free(rmaop_ctx ctx);
 /* RMAOP_TRACE_SYNCED: drain + barrier before a traced call (untimed), drain before its end is timed. */
 void rmaop__trace_sync_start(rmaop_ctx ctx);

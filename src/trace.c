@@ -31,7 +31,7 @@ static double hist_median(const uint32_t *h, uint64_t calls) {
 }
 
 void rmaop__trace_record(rmaop_ctx ctx, const char *label, const char *kind, const char *transport, uint64_t messages,
-                         double bytes_per_message, double seconds, double inside) {
+                         double bytes_per_message, double seconds, double inside, int add) {
   if (!ctx->trace) {
     ctx->trace = calloc(1, sizeof *ctx->trace);
     if (!ctx->trace) return; /* tracing is best effort: never fails the operation it observes */
@@ -60,6 +60,7 @@ void rmaop__trace_record(rmaop_ctx ctx, const char *label, const char *kind, con
                             .time_min = seconds, .time_max = seconds};
   }
   s->calls++;
+  s->calls_add += add != 0;
   s->messages = messages;
   s->bytes_per_message = bytes_per_message;
   s->transport = transport;
@@ -154,8 +155,9 @@ rmaop_status rmaop_trace_write_json(rmaop_ctx ctx, const char *path) {
     json_string(f, s->label);
     fprintf(f, ", \"kind\": \"%s\", \"backend\": \"%s\", \"transport\": \"%s\", \"sync\": \"%s\", ", s->kind,
             s->backend, s->transport, s->sync);
-    fprintf(f, "\"calls\": %llu, \"messages\": %llu, \"bytes_per_message\": %.17g, ", (unsigned long long)s->calls,
-            (unsigned long long)s->messages, s->bytes_per_message);
+    fprintf(f, "\"calls\": %llu, \"calls_add\": %llu, \"messages\": %llu, \"bytes_per_message\": %.17g, ",
+            (unsigned long long)s->calls, (unsigned long long)s->calls_add, (unsigned long long)s->messages,
+            s->bytes_per_message);
     fprintf(f, "\"time_total\": %.9g, \"time_min\": %.9g, \"time_max\": %.9g, \"time_inside\": %.9g, ", s->time_total,
             s->time_min, s->time_max, s->time_inside);
     fprintf(f, "\"time_inside_median\": %.9g}", hist_median(ctx->trace->hist[i], s->calls));

@@ -762,6 +762,7 @@ typedef struct {
   const char *transport; /**< "shm", "mpi", "ipc", "mixed", "-" (two-sided), ... */
   const char *sync;      /**< "fence", "pscw", "lock", "-" */
   uint64_t calls;
+  uint64_t calls_add;      /**< of the calls, plans in RMAOP_ADD mode (the receiver accumulates: adjoints) */
   uint64_t messages;       /**< messages per call (to other ranks) */
   double bytes_per_message;
   double time_total, time_min, time_max; /**< seconds, begin to end (includes work overlapped in between) */

@@ -60,6 +60,7 @@ START_TEST(test_plan_site) {
   const char *backend = env_or("RMAOP_BACKEND", "rma");
   int is_rma = strcmp(backend, "rma") == 0;
   RT_CHECK(s.calls == 3, "calls %llu, want 3", (unsigned long long)s.calls);
+  RT_CHECK(s.calls_add == 0, "calls_add %llu after INSERT calls, want 0", (unsigned long long)s.calls_add);
   RT_CHECK(s.messages == (uint64_t)others, "messages %llu, want %d", (unsigned long long)s.messages, others);
   RT_CHECK(!others || s.bytes_per_message == 8.0 * K, "bytes per message %g, want %d", s.bytes_per_message, 8 * K);
   RT_CHECK(strcmp(s.backend, backend) == 0, "backend %s, want %s", s.backend, backend);
@@ -79,6 +80,7 @@ START_TEST(test_plan_site) {
   RT_OK(rmaop_plan_end(plan));
   RT_OK(rmaop_trace_get(ctx, at, &s));
   RT_CHECK(s.calls == 4, "calls %llu after begin/end, want 4", (unsigned long long)s.calls);
+  RT_CHECK(s.calls_add == 1, "calls_add %llu after one RMAOP_ADD call, want 1", (unsigned long long)s.calls_add);
   RT_CHECK(s.time_total - total0 >= 50e-3 && (s.time_inside - inside0) < 0.5 * (s.time_total - total0),
            "overlapped work: span grew %g s, time inside grew %g s", s.time_total - total0, s.time_inside - inside0);
   rmaop_plan anon = ring_plan(NULL);
@@ -261,7 +263,7 @@ START_TEST(test_json) {
   char *text = slurp(mine);
   RT_CHECK(text != NULL, "%s was not written", mine);
   RT_CHECK(strstr(text, "\"json_site_label\"") != NULL && strstr(text, "\"plan\"") != NULL &&
-               strstr(text, "\"time_inside_median\"") != NULL &&
+               strstr(text, "\"time_inside_median\"") != NULL && strstr(text, "\"calls_add\": 0") != NULL &&
                (text[0] == '{' || text[0] == '['),
            "%s lacks the site: %.200s", mine, text);
   free(text);
