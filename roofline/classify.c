@@ -94,8 +94,33 @@ double roof_cold_penalty(const roof_path *p, const char *kind) {
   return p->cold.has_epoch ? p->cold.epoch.penalty : 0;
 }
 
+static int device_profile(const roof_profile *prof) {
+  return strcmp(prof->memory, "device") == 0;
+}
+
+/* Whether some path of a device profile measured its reduction after a device dot (probe.c). */
+static int has_after_dot(const roof_profile *prof) {
+  for (int j = 0; j < prof->npaths; ++j)
+    if (prof->paths[j].cold.has_reduce)
+      return 1;
+  return 0;
+}
+
+/* The share of its path's cold penalty a site pays per call. Host memory: the cache term at the site's reuse
+ * distance. Device memory has no cache term (the vectors live on the GPU), but every reduction of a solver on
+ * a device context follows the device dot that made its partials (a kernel, the copy to the host, a stream
+ * synchronization), and the probe's "cold" reduction point there is timed right after one: reductions pay
+ * all of it, plans none. */
+static double site_cold_fraction(const roof_profile *prof, const roof_site *s, double reuse) {
+  if (device_profile(prof))
+    return strcmp(s->kind, "reduce") == 0 ? 1 : 0;
+  return roof_cold_fraction(&prof->cache, reuse);
+}
+
 /* Why a site is warm or cold, for the table and the report. */
 static const char *regime_of(const roof_analysis *a, const roof_profile *prof) {
+  if (device_profile(prof) && has_after_dot(prof))
+    return strcmp(a->site->kind, "reduce") == 0 ? "after device dot" : "warm (device)";
   if (!prof->cache.has)
     return "warm: no cold term";
   if (a->reuse_bytes <= 0)
@@ -107,14 +132,21 @@ static double site_bytes(const roof_site *s) {
   return s->messages * s->bytes_per_message;
 }
 
+double roof_add_extra(const roof_site *s, const roof_path *p) {
+  if (!p->add.has || strcmp(s->kind, "plan") != 0 || !(s->calls > 0) || !(s->calls_add > 0))
+    return 0;
+  return p->add.extra * fmin(1, s->calls_add / s->calls);
+}
+
 /* Model time of the site on one path. Reductions use the path's reduction fit when the probe made one:
- * an allreduce is not a neighbour epoch, and the plan model would miss its algorithm. */
+ * an allreduce is not a neighbour epoch, and the plan model would miss its algorithm. A plan's RMAOP_ADD
+ * calls (adjoints) also pay the path's accumulate extra. */
 static double predict(const roof_site *s, const roof_path *p) {
   if (s->messages <= 0)
     return 0;
   if (strcmp(s->kind, "reduce") == 0 && p->has_rfit)
     return roof_reduce_time(&p->rfit, s->bytes_per_message);
-  return roof_time(&p->fit, s->messages, s->bytes_per_message);
+  return roof_time(&p->fit, s->messages, s->bytes_per_message) + roof_add_extra(s, p);
 }
 
 /* The measured time is spent inside rmaop's calls (or, for old trace files, the begin..end span, which
@@ -182,7 +214,7 @@ int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, d
   if (iterations > 0 && bytes_per_iter > 0 && a->calls_per_iter > 0)
     a->reuse_bytes =
         footprint > 0 ? fmin(footprint, bytes_per_iter / a->calls_per_iter) : bytes_per_iter / a->calls_per_iter;
-  a->cold_fraction = s->messages > 0 ? roof_cold_fraction(&prof->cache, a->reuse_bytes) : 0;
+  a->cold_fraction = s->messages > 0 ? site_cold_fraction(prof, s, a->reuse_bytes) : 0;
   a->regime = regime_of(a, prof);
   for (int j = 0; j < prof->npaths; ++j) {
     const roof_path *p = &prof->paths[j];

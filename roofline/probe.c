@@ -43,6 +43,7 @@ typedef struct {
   rmaop_ctx ctx;
   rmaop_plan plan;
   rmaop_vec src, dst;
+  rmaop_mode mode; /* RMAOP_INSERT (every point of the fit) or RMAOP_ADD (the accumulate point) */
 } epoch_state;
 
 typedef struct {
@@ -146,7 +147,7 @@ static rmaop_status epoch_run(void *arg, double *own) {
   if (st == RMAOP_OK)
     st = rmaop_vec_get_array(e->dst, &dst);
   if (st == RMAOP_OK)
-    st = rmaop_plan_begin(e->plan, src, dst, RMAOP_INSERT);
+    st = rmaop_plan_begin(e->plan, src, dst, e->mode);
   if (st == RMAOP_OK)
     st = rmaop_plan_end(e->plan);
   /* On device memory the epoch's copies and flags run on the stream: the epoch ends when they are done. */
@@ -409,6 +410,97 @@ static int measure_curve(epoch_state *e, sweeper *sw, int reps, const char *path
   return 0;
 }
 
+/* ---- two operations in turns -------------------------------------------------------------------------- */
+
+#define ROOF_PAIR_REPS 41
+
+/* Medians of two operations timed in turns (barrier, a, barrier, b; two warm-up turns), so both come from
+ * the same minutes of a shared machine. Every repetition counts as its slowest rank. Collective; returns 0,
+ * or -1 when an operation failed somewhere. */
+static int time_pair(roof_op a, void *aa, roof_op b, void *ba, double *ma, double *mb) {
+  double t[2 * ROOF_PAIR_REPS + 1];
+  rmaop_status st = RMAOP_OK;
+  for (int i = -2; i < ROOF_PAIR_REPS && st == RMAOP_OK; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double x = run_timed(a, aa, &st);
+    if (st != RMAOP_OK)
+      break;
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double y = run_timed(b, ba, &st);
+    if (i >= 0)
+      t[i] = x, t[ROOF_PAIR_REPS + i] = y;
+  }
+  t[2 * ROOF_PAIR_REPS] = st != RMAOP_OK;
+  MPI_Allreduce(MPI_IN_PLACE, t, 2 * ROOF_PAIR_REPS + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  if (t[2 * ROOF_PAIR_REPS] > 0)
+    return -1;
+  *ma = roof_median(t, ROOF_PAIR_REPS);
+  *mb = roof_median(t + ROOF_PAIR_REPS, ROOF_PAIR_REPS);
+  return 0;
+}
+
+static rmaop_status epoch_insert_run(void *arg, double *own) {
+  ((epoch_state *)arg)->mode = RMAOP_INSERT;
+  return epoch_synced_run(arg, own);
+}
+
+static rmaop_status epoch_add_run(void *arg, double *own) {
+  ((epoch_state *)arg)->mode = RMAOP_ADD;
+  return epoch_synced_run(arg, own);
+}
+
+/* The accumulate point (roof_add_point): the 8-byte epoch in RMAOP_INSERT and RMAOP_ADD mode in turns, timed
+ * as solver sites are. An adjoint's reversed plan adds at the receiver; on twosided over CUDA-aware MPI that
+ * is a receive into scratch and an add kernel, and CGLS deriv1d's adjoint halo (2 x H100, session 18) took
+ * 20-23 us per call where its forward halo and the fit's INSERT epoch took 11-14. Collective; a failure loses
+ * the point, not the path. */
+static void probe_add(rmaop_ctx ctx, roof_path *p) {
+  epoch_state e;
+  memset(&p->add, 0, sizeof p->add);
+  if (epoch_setup(ctx, 1, 8, &e) != RMAOP_OK)
+    return;
+  roof_add_point *a = &p->add;
+  if (time_pair(epoch_insert_run, &e, epoch_add_run, &e, &a->insert, &a->add)) {
+    roof_msg("probe %s: no accumulate point: %s\n", p->name, rmaop_ctx_last_error(ctx));
+  } else {
+    a->extra = fmax(0, a->add - a->insert);
+    a->reps = ROOF_PAIR_REPS;
+    a->has = 1;
+    roof_msg("probe %s: 8 B epoch insert %.2f us, add %.2f us\n", p->name, a->insert * 1e6, a->add * 1e6);
+  }
+  epoch_free(&e);
+}
+
+/* Device memory: a solver's reduction follows the device dot that made its partials (a kernel, the copy to
+ * the host, a stream synchronization) and starts right after it, while the fit's reductions run back to
+ * back. The one-element dot of a device vector (its reduction timed, as dot_run does) in turns with
+ * rmaop_allreduce of as many doubles (2 + the flag) gives the path's reduction after a device dot, stored as
+ * the "cold" reduction point (penalty = the difference; every reduction site pays it, roof_analyze). On 2 x
+ * H100 (session 18) CGLS bdiag's mdot on every ipc path took 20-40 % more per call than the back-to-back
+ * fit. Collective; a failure loses the point, not the path. */
+static void probe_after_dot(rmaop_ctx ctx, roof_path *p) {
+  reduce_state *const r = &reduce_buf;
+  roof_cold *c = &p->cold;
+  dot_state d;
+  memset(c, 0, sizeof *c);
+  int mine = dot_setup(ctx, &d) != RMAOP_OK, any = 0;
+  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  r->ctx = ctx;
+  r->count = 2;
+  r->in[0] = r->in[1] = 1.0;
+  if (any || time_pair(reduce_run, r, dot_run, &d, &c->reduce.warm, &c->reduce.cold)) {
+    memset(c, 0, sizeof *c);
+    roof_msg("probe %s: no reduction after a device dot: %s\n", p->name, rmaop_ctx_last_error(ctx));
+  } else {
+    c->reduce.penalty = fmax(0, c->reduce.cold - c->reduce.warm);
+    c->reduce.reps = ROOF_PAIR_REPS;
+    c->has_reduce = 1;
+    roof_msg("probe %s: reduction of 3 doubles %.2f us back to back, %.2f us after a device dot\n", p->name,
+             c->reduce.warm * 1e6, c->reduce.cold * 1e6);
+  }
+  rmaop_vec_destroy(&d.x);
+}
+
 /* ---- the grid ----------------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -616,6 +708,10 @@ static int probe_path(const char *name, const grid *g, const roof_probe_options 
     progress_show(&pr, 1);
   if (!bad && sw->buf)
     probe_cold(ctx, o, sw, p, cache);
+  if (!bad && strcmp(o->memory, "device") == 0)
+    probe_after_dot(ctx, p);
+  if (!bad)
+    probe_add(ctx, p);
   rmaop_ctx_destroy(&ctx);
   return bad ? 1 : 0;
 }
@@ -689,7 +785,8 @@ int roof_probe(const roof_probe_options *o) {
            grid_points(&g), g.cap / 1048576, o->quick ? ", quick" : "");
   sweeper sw = {0};
   if (strcmp(o->memory, "host") != 0)
-    roof_msg("probe: no cold-cache points on device memory (the solver's vectors do not pass the host caches)\n");
+    roof_msg("probe: no cold-cache points on device memory (the solver's vectors do not pass the host caches); "
+             "reductions are also timed after a device dot\n");
   else if (o->cold_reps > 0 && sweeper_create(&sw, &prof.cache))
     roof_msg("probe: no cold-cache points: cannot allocate the %.0f MiB scratch buffer\n", (double)sw.bytes / 1048576);
   else if (o->cold_reps > 0)

@@ -1,8 +1,8 @@
 /* Machine profiles: the probe's raw medians and the fitted model per path, as JSON (format
  * "rmaop-roofline-profile", version 1). The reader accepts exactly what the writer produces (plus extra
  * members, ignored) and names the file and the field of anything missing or malformed. The cold-cache members
- * ("cache" at the top, "cold" per path) are optional: profiles of older probes lack them and load with no
- * cold term. */
+ * ("cache" at the top, "cold" per path) and the accumulate point ("accumulate" per path) are optional:
+ * profiles of older probes lack them and load with no cold term and no accumulate extra. */
 #include "roofline.h"
 
 #include <errno.h>
@@ -143,6 +143,17 @@ static void write_cold(FILE *f, const roof_cold *c) {
   fputs("}", f);
 }
 
+/* Written only when measured: older probes did not. */
+static void write_add(FILE *f, const roof_add_point *a) {
+  if (!a->has)
+    return;
+  fputs(",\n   \"accumulate\": {\"n\": 1, \"m\": 8, ", f);
+  write_num(f, "insert", a->insert, 1);
+  write_num(f, "add", a->add, 1);
+  write_num(f, "extra", a->extra, 1);
+  fprintf(f, "\"reps\": %d}", a->reps);
+}
+
 static void write_cache(FILE *f, const roof_cache *c) {
   if (!c->has)
     return;
@@ -179,6 +190,7 @@ static void write_path(FILE *f, const roof_path *p) {
   if (p->has_rfit)
     write_reduce(f, p);
   write_cold(f, &p->cold);
+  write_add(f, &p->add);
   fputs("}", f);
 }
 
@@ -416,6 +428,22 @@ static int read_cold(reader *r, const json_value *path, roof_cold *c) {
   return st ? -1 : 0;
 }
 
+/* Optional (older probes did not measure it): absent leaves the path without an accumulate extra. */
+static int read_add(reader *r, const json_value *path, roof_add_point *a) {
+  const json_value *o;
+  if (optional_object(r, path, "accumulate", &o))
+    return -1;
+  if (!o)
+    return 0;
+  size_t len = strlen(r->where);
+  strncat(r->where, ".accumulate", sizeof r->where - len - 1);
+  int st = get_nonneg(r, o, "insert", &a->insert, 0) || get_nonneg(r, o, "add", &a->add, 0) ||
+           get_nonneg(r, o, "extra", &a->extra, 0) || get_int(r, o, "reps", &a->reps, 0);
+  r->where[len] = 0;
+  a->has = !st;
+  return st ? -1 : 0;
+}
+
 static int read_curve(reader *r, const json_value *o, roof_cache *c) {
   const json_value *a = get_array(r, o, "curve");
   if (!a)
@@ -468,7 +496,7 @@ static int read_path(reader *r, const json_value *o, roof_path *p) {
   const json_value *red;
   if (optional_object(r, o, "reduce", &red) || (red && read_reduce(r, red, p)))
     return -1;
-  return read_cold(r, o, &p->cold);
+  return read_cold(r, o, &p->cold) || read_add(r, o, &p->add) ? -1 : 0;
 }
 
 static int read_header(reader *r, const json_value *root, roof_profile *p) {

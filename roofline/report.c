@@ -65,6 +65,12 @@ void roof_report_profile_table(FILE *f, const roof_profile *p) {
               q->cold.reduce.penalty * US);
     if (q->cold.has_epoch)
       fputc('\n', f);
+    if (!q->cold.has_epoch && q->cold.has_reduce) /* device memory: the reduction after a device dot */
+      fprintf(f, "%-16s reduction after a device dot: %.2f us (back to back %.2f, +%.2f)\n", "",
+              q->cold.reduce.cold * US, q->cold.reduce.warm * US, q->cold.reduce.penalty * US);
+    if (q->add.has)
+      fprintf(f, "%-16s accumulate: 8 B epoch insert %.2f us, add %.2f us (+%.2f per RMAOP_ADD call)\n", "",
+              q->add.insert * US, q->add.add * US, q->add.extra * US);
   }
   roof_report_cache(f, p);
 }
@@ -72,9 +78,14 @@ void roof_report_profile_table(FILE *f, const roof_profile *p) {
 void roof_report_cache(FILE *f, const roof_profile *p) {
   char llc[32], sweep[32], b[32];
   const roof_cache *c = &p->cache;
+  if (!c->has && strcmp(p->memory, "host") != 0) {
+    fprintf(f, "cold-cache term: none on device memory; each reduction site pays its path's reduction after a "
+               "device dot where the probe measured it (older probes did not)\n");
+    return;
+  }
   if (!c->has) {
-    fprintf(f, "cold-cache term: none in this profile (%s): every site is predicted warm\n",
-            strcmp(p->memory, "host") ? "device memory" : "older probe, or --cold-reps 0");
+    fprintf(f, "cold-cache term: none in this profile (older probe, or --cold-reps 0): every site is predicted "
+               "warm\n");
     return;
   }
   roof_format_bytes(c->llc_bytes, llc, sizeof llc);
@@ -257,6 +268,7 @@ static void json_site(FILE *f, const roof_analysis *a, const roof_profile *prof)
   json_kv_str(f, "regime", a->regime ? a->regime : "warm", 1);
   json_kv_num(f, "reuse_bytes", a->reuse_bytes, 1);
   json_kv_num(f, "cold_fraction", a->cold_fraction, 1);
+  json_kv_num(f, "calls_add", s->calls_add, 1);
   fputs("\"on_paths\": [", f);
   for (int j = 0; j < prof->npaths; ++j) {
     const roof_onpath *o = &a->on[j];
@@ -331,6 +343,7 @@ static void json_profile_summary(FILE *f, const roof_profile *prof) {
     json_kv_num(f, "ceiling", roof_ceiling(fit), 1);
     json_kv_num(f, "cold_penalty_epoch", roof_cold_penalty(&prof->paths[j], "plan"), 1);
     json_kv_num(f, "cold_penalty_reduce", roof_cold_penalty(&prof->paths[j], "reduce"), 1);
+    json_kv_num(f, "accumulate_extra", prof->paths[j].add.has ? prof->paths[j].add.extra : 0, 1);
     json_kv_str(f, "fit", fit->poor ? "poor" : "good", 0);
     fputs("}", f);
   }

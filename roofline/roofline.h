@@ -106,12 +106,25 @@ typedef struct {
 } roof_cold_point;
 
 /* A path's cold points: the epoch of one 8-byte message and the reduction of one double. Absent (has_* 0)
- * in profiles from older probes and on device memory (the solver's vectors do not pass the host caches). */
+ * in profiles from older probes. On device memory (no cache term: the solver's vectors do not pass the host
+ * caches) only the reduction, measured right after a device dot (roof_analyze: every reduction site pays it),
+ * against the same reduction back to back (warm); sweep_bytes is 0 there. */
 typedef struct {
   int has_epoch, has_reduce;
   double sweep_bytes; /* bytes each rank wrote before every cold repetition */
   roof_cold_point epoch, reduce;
 } roof_cold;
+
+/* The price of accumulating: the 8-byte epoch (n = 1) in RMAOP_INSERT and in RMAOP_ADD mode, timed in turns
+ * as solver sites are (time inside rmaop's calls, synchronized starts). An adjoint's reversed plan adds at the
+ * receiver (unpack and add instead of a copy; on twosided over device pointers a receive into scratch and an
+ * add kernel), which the INSERT points of the fit do not see: plan sites pay extra per RMAOP_ADD call. Absent
+ * (has 0) in profiles of older probes. extra = max(0, add - insert). */
+typedef struct {
+  int has;
+  double insert, add, extra; /* seconds, medians of the slowest rank */
+  int reps;
+} roof_add_point;
 
 typedef struct {
   char name[ROOF_NAME_MAX]; /* "rma.lock.shm", "twosided", ... (".device" appended for device memory) */
@@ -124,6 +137,7 @@ typedef struct {
   roof_rfit rfit;
   int has_rfit;
   roof_cold cold;
+  roof_add_point add;
 } roof_path;
 
 #define ROOF_MAX_CURVE 16
@@ -235,6 +249,7 @@ typedef struct {
   char kind[16];            /* "plan", "reduce", "epoch" */
   char path[ROOF_NAME_MAX]; /* the path it ran on ("rma.lock.shm"), from backend/sync/transport */
   double calls, messages, bytes_per_message, time_total;
+  double calls_add;   /* of the calls, plans in RMAOP_ADD mode (0 also in trace files written before it existed) */
   double time_inside; /* seconds inside rmaop's calls (0: unknown, older trace files); measured time when > 0 */
   double inside_median; /* seconds, the median call's time inside (0: unknown); the measured per-call time when > 0 */
 } roof_site;
@@ -281,6 +296,9 @@ typedef struct {
   const char *regime;   /* "warm", "partly cold", "cold", or why warm ("warm: no cold term", ...) */
 } roof_analysis;
 
+/* The accumulate extra per call that site @p s pays on path @p p: the path's roof_add_point.extra times the
+ * share of the site's calls made in RMAOP_ADD mode (plans only; 0 when the probe did not measure it). */
+double roof_add_extra(const roof_site *s, const roof_path *p);
 /* Places @p s on every path of @p prof. @p iterations scales calls to per-iteration (0: per solve).
  * @p bytes_per_iter and @p footprint: what one rank streams and the distinct bytes it touches per solver
  * iteration (0: unknown: warm); the site's reuse distance is min(footprint, bytes_per_iter / its calls per

@@ -122,7 +122,7 @@ static char *site_names(rmaop_ctx ctx, MPI_Comm comm, int rank, int *n) {
 }
 
 /* Every rank contributes its numbers for rank 0's sites (MPI_MAX): the slowest rank's view. */
-enum { NV = 6 }; /* numbers per site: calls, messages, bytes/message, total, inside, median inside */
+enum { NV = 7 }; /* numbers per site: calls, messages, bytes/message, total, inside, median inside, ADD calls */
 static int gather_sites(rmaop_ctx ctx, MPI_Comm comm, const char *memory, roof_site **out, int *nout) {
   int rank, n = 0, nlocal = 0;
   MPI_Comm_rank(comm, &rank);
@@ -140,8 +140,8 @@ static int gather_sites(rmaop_ctx ctx, MPI_Comm comm, const char *memory, roof_s
     const char *kind = names + (size_t)i * ENTRY_MAX, *label = kind + 16;
     if (!find_local(ctx, nlocal, label, kind, &ts))
       continue;
-    double x[NV] = {(double)ts.calls,  (double)ts.messages, ts.bytes_per_message,
-                    ts.time_total,     ts.time_inside,        ts.time_inside_median};
+    double x[NV] = {(double)ts.calls, (double)ts.messages, ts.bytes_per_message, ts.time_total,
+                    ts.time_inside,   ts.time_inside_median, (double)ts.calls_add};
     memcpy(&v[NV * i], x, sizeof x);
     if (rank != 0)
       continue;
@@ -157,6 +157,7 @@ static int gather_sites(rmaop_ctx ctx, MPI_Comm comm, const char *memory, roof_s
     sites[i].time_total = vmax[NV * i + 3];
     sites[i].time_inside = vmax[NV * i + 4];
     sites[i].inside_median = vmax[NV * i + 5];
+    sites[i].calls_add = vmax[NV * i + 6];
   }
   free(names);
   free(v);
@@ -387,10 +388,10 @@ static int load_profile(const roof_run_options *o, roof_profile *prof, int size)
             err, size, o->profile);
     ok = 0;
   }
-  if (rank == 0 && ok && !prof->cache.has)
-    printf("note: profile %s has no cold-cache points (%s): every site is predicted warm (cold penalty 0); "
-           "probe again with this version for the cold term\n",
-           o->profile, strcmp(prof->memory, "host") ? "device memory" : "made by an older probe, or --cold-reps 0");
+  if (rank == 0 && ok && !prof->cache.has && strcmp(prof->memory, "host") == 0)
+    printf("note: profile %s has no cold-cache points (made by an older probe, or --cold-reps 0): every site is "
+           "predicted warm (cold penalty 0); probe again with this version for the cold term\n",
+           o->profile);
   if (rank == 0 && ok && o->problem && prof->ranks != size)
     fprintf(stderr,
             "rmaop-roofline run: warning: the profile was measured at %d ranks, this run uses %d; "

@@ -58,6 +58,8 @@ static const char *parse_site(const json_value *o, roof_site *s) {
     s->time_inside = 0; /* optional: trace files written before it existed */
   if (site_num(o, "time_inside_median", &s->inside_median))
     s->inside_median = 0; /* likewise */
+  if (site_num(o, "calls_add", &s->calls_add))
+    s->calls_add = 0; /* likewise: no accumulate extra */
   roof_trace_path_name(backend, sync, transport, "host", s->path, sizeof s->path);
   return NULL;
 }
@@ -65,6 +67,7 @@ static const char *parse_site(const json_value *o, roof_site *s) {
 /* Same label and kind: keep the slowest rank's view (max of every number). */
 static void merge(roof_site *into, const roof_site *s) {
   into->calls = fmax(into->calls, s->calls);
+  into->calls_add = fmax(into->calls_add, s->calls_add);
   into->messages = fmax(into->messages, s->messages);
   into->bytes_per_message = fmax(into->bytes_per_message, s->bytes_per_message);
   into->time_total = fmax(into->time_total, s->time_total);

@@ -501,6 +501,68 @@ START_TEST(cold_penalty_in_predictions) {
 }
 END_TEST
 
+/* An adjoint's reversed plan (RMAOP_ADD) pays its path's accumulate extra on top of the INSERT fit, in the
+ * share of its calls made in ADD mode; reductions, INSERT plans and paths without the point pay nothing. */
+START_TEST(accumulate_extra_in_predictions) {
+  roof_profile p;
+  make_profile(&p);
+  p.paths[0].add = (roof_add_point){.has = 1, .insert = 10e-6, .add = 18e-6, .extra = 8e-6, .reps = 41};
+  const roof_fit *f0 = &p.paths[0].fit, *f1 = &p.paths[1].fit;
+  roof_site fwd = make_site("halo", "plan", 1, 8, 10e-6, 10), adj = make_site("halo^H", "plan", 1, 8, 18e-6, 10);
+  roof_site half = adj, dot = make_site("dot", "reduce", 1, 40, 1e-6, 10);
+  adj.calls_add = 10;
+  half.calls_add = 5;
+  dot.calls_add = 10; /* not a plan: never pays it */
+  roof_analysis a;
+  ck_assert_int_eq(roof_analyze(&fwd, &p, 5, 0, 0, &a), 0);
+  ck_assert_double_eq_tol(a.on[0].predicted, roof_time(f0, 1, 8), 1e-18);
+  roof_analysis_free(&a);
+  ck_assert_int_eq(roof_analyze(&adj, &p, 5, 0, 0, &a), 0);
+  ck_assert_double_eq_tol(a.on[0].predicted, roof_time(f0, 1, 8) + 8e-6, 1e-18);
+  ck_assert_double_eq_tol(a.on[0].predicted_warm, roof_time(f0, 1, 8) + 8e-6, 1e-18); /* not a cache effect */
+  ck_assert_double_eq_tol(a.on[1].predicted, roof_time(f1, 1, 8), 1e-18);            /* not measured there */
+  ck_assert_double_eq_tol(roof_add_extra(&adj, &p.paths[0]), 8e-6, 1e-18);
+  roof_analysis_free(&a);
+  ck_assert_double_eq_tol(roof_add_extra(&half, &p.paths[0]), 4e-6, 1e-18);
+  ck_assert_double_eq(roof_add_extra(&dot, &p.paths[0]), 0);
+  ck_assert_double_eq(roof_add_extra(&adj, &p.paths[1]), 0);
+  p.paths[0].add.has = 0; /* an older probe */
+  ck_assert_double_eq(roof_add_extra(&adj, &p.paths[0]), 0);
+  roof_profile_free(&p);
+}
+END_TEST
+
+/* Device memory: no cache term; every reduction site pays its path's reduction-after-a-device-dot penalty
+ * whatever the solver streams, plans pay no cold penalty. */
+START_TEST(device_reduction_after_dot) {
+  roof_profile p;
+  make_profile(&p);
+  strcpy(p.memory, "device");
+  p.paths[0].cold = (roof_cold){.has_reduce = 1, .reduce = {.warm = 1e-6, .cold = 3e-6, .penalty = 2e-6, .reps = 41}};
+  roof_site halo = make_site("halo", "plan", 1, 8, 5e-6, 10), dot = make_site("mdot", "reduce", 1, 40, 3e-6, 10);
+  roof_analysis a;
+  ck_assert_int_eq(roof_analyze(&dot, &p, 5, 0, 0, &a), 0); /* bytes unknown: still after a dot */
+  ck_assert_double_eq(a.cold_fraction, 1);
+  ck_assert_str_eq(a.regime, "after device dot");
+  ck_assert_double_eq_tol(a.on[0].predicted, roof_reduce_time(&p.paths[0].rfit, 40) + 2e-6, 1e-18);
+  ck_assert_double_eq_tol(a.on[0].predicted_warm, roof_reduce_time(&p.paths[0].rfit, 40), 1e-18);
+  ck_assert_double_eq_tol(a.on[1].predicted, a.on[1].predicted_warm, 1e-18); /* twosided measured none */
+  roof_analysis_free(&a);
+  ck_assert_int_eq(roof_analyze(&halo, &p, 5, 1e12, 0, &a), 0);
+  ck_assert_double_eq(a.cold_fraction, 0);
+  ck_assert_str_eq(a.regime, "warm (device)");
+  ck_assert_double_eq_tol(a.on[0].predicted, roof_time(&p.paths[0].fit, 1, 8), 1e-18);
+  roof_analysis_free(&a);
+  /* a device profile of an older probe: warm, and said why */
+  p.paths[0].cold.has_reduce = 0;
+  ck_assert_int_eq(roof_analyze(&dot, &p, 5, 0, 0, &a), 0);
+  ck_assert_str_eq(a.regime, "warm: no cold term");
+  ck_assert_double_eq(a.on[0].predicted, a.on[0].predicted_warm);
+  roof_analysis_free(&a);
+  roof_profile_free(&p);
+}
+END_TEST
+
 /* ---- files -------------------------------------------------------------------------------------------- */
 
 START_TEST(profile_round_trip) {
@@ -546,9 +608,51 @@ START_TEST(profile_round_trip) {
   char *text = read_text(file);
   ck_assert_ptr_null(strstr(text, "\"cold\""));
   ck_assert_ptr_null(strstr(text, "\"cache\""));
+  ck_assert_ptr_null(strstr(text, "\"accumulate\""));
   free(text);
+  for (int j = 0; j < 2; ++j)
+    ck_assert_int_eq(q.paths[j].add.has, 0);
   roof_profile_free(&p);
   roof_profile_free(&q);
+}
+END_TEST
+
+/* A device profile: the reduction after a device dot (a "cold" member without an epoch) and the accumulate
+ * point read back as written, and write again identically. */
+START_TEST(profile_round_trip_device_points) {
+  roof_profile p, q;
+  char err[ROOF_ERR_MAX];
+  make_profile(&p);
+  strcpy(p.memory, "device");
+  p.paths[0].cold = (roof_cold){.has_reduce = 1, .reduce = {.warm = 1e-6, .cold = 3.5e-6, .penalty = 2.5e-6, .reps = 41}};
+  p.paths[0].add = (roof_add_point){.has = 1, .insert = 10e-6, .add = 18e-6, .extra = 8e-6, .reps = 41};
+  const char *file = scratch("profile-device.json"), *file2 = scratch("profile-device2.json");
+  ck_assert_int_eq(roof_profile_write(&p, file, err, sizeof err), 0);
+  ck_assert_msg(roof_profile_read(file, &q, err, sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(q.paths[0].cold.has_epoch, 0);
+  ck_assert_int_eq(q.paths[0].cold.has_reduce, 1);
+  ck_assert(rel(q.paths[0].cold.reduce.penalty, 2.5e-6) < 1e-8);
+  ck_assert_int_eq(q.paths[0].add.has, 1);
+  ck_assert(rel(q.paths[0].add.insert, 10e-6) < 1e-8 && rel(q.paths[0].add.add, 18e-6) < 1e-8);
+  ck_assert(rel(q.paths[0].add.extra, 8e-6) < 1e-8);
+  ck_assert_int_eq(q.paths[0].add.reps, 41);
+  ck_assert_int_eq(q.paths[1].add.has, 0);
+  ck_assert_int_eq(roof_profile_write(&q, file2, err, sizeof err), 0);
+  char *t1 = read_text(file), *t2 = read_text(file2);
+  ck_assert_str_eq(t1, t2);
+  free(t1);
+  free(t2);
+  /* a malformed accumulate member is refused with its name */
+  roof_profile_free(&q);
+  char *text = read_text(file), *at = strstr(text, "\"extra\": ");
+  ck_assert_ptr_nonnull(at);
+  ck_assert_int_eq(strncmp(at + 9, "8e-06", 5), 0);
+  memcpy(at + 9, "-1e-6", 5); /* a negative time */
+  write_text(file2, text);
+  free(text);
+  ck_assert_int_eq(roof_profile_read(file2, &q, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "accumulate") && strstr(err, "extra"), "%s", err);
+  roof_profile_free(&p);
 }
 END_TEST
 
@@ -705,7 +809,8 @@ START_TEST(trace_files_merge_ranks) {
   write_text(r1, "{\"rank\": 1, \"size\": 2, \"backend\": \"rma\", \"sites\": [\n"
                  "  {\"label\": \"halo\", \"kind\": \"plan\", \"backend\": \"rma\", \"transport\": \"shm\", \"sync\": "
                  "\"pscw\", \"calls\": 10, \"messages\": 2, \"bytes_per_message\": 8, \"time_total\": 3e-5, "
-                 "\"time_min\": 1e-6, \"time_max\": 1e-6, \"time_inside\": 2e-5, \"time_inside_median\": 1.5e-6}\n]}\n");
+                 "\"time_min\": 1e-6, \"time_max\": 1e-6, \"time_inside\": 2e-5, \"time_inside_median\": 1.5e-6, "
+                 "\"calls_add\": 10}\n]}\n");
   roof_site *sites = NULL;
   int n = 0;
   char err[ROOF_ERR_MAX];
@@ -718,6 +823,8 @@ START_TEST(trace_files_merge_ranks) {
   ck_assert_double_eq(sites[0].time_inside, 2e-5);
   ck_assert_double_eq(sites[0].inside_median, 1.5e-6); /* rank 0's file has none (older traces): 0, then max */
   ck_assert_double_eq(sites[1].inside_median, 0);
+  ck_assert_double_eq(sites[0].calls_add, 10); /* rank 0's file has none (older traces): 0, then max */
+  ck_assert_double_eq(sites[1].calls_add, 0);
   ck_assert_str_eq(sites[1].kind, "reduce");
   write_text(r1, "{\"sites\": [{\"label\": \"x\", \"kind\": \"plan\"}]}");
   ck_assert_int_eq(roof_trace_read(r1, &sites, &n, err, sizeof err), -1);
@@ -1132,10 +1239,13 @@ static Suite *suite(void) {
   tcase_add_test(cls, cold_fraction_from_curve);
   tcase_add_test(cls, cold_bytes_per_iteration);
   tcase_add_test(cls, cold_penalty_in_predictions);
+  tcase_add_test(cls, accumulate_extra_in_predictions);
+  tcase_add_test(cls, device_reduction_after_dot);
   suite_add_tcase(s, cls);
   TCase *files = tcase_create("files");
   tcase_add_test(files, profile_round_trip);
   tcase_add_test(files, profile_round_trip_cold);
+  tcase_add_test(files, profile_round_trip_device_points);
   tcase_add_test(files, profile_rejects_bad_files);
   tcase_add_test(files, json_parser);
   tcase_add_test(files, trace_files_merge_ranks);
