@@ -89,6 +89,8 @@ double roof_cgls_footprint(double model_local, double data_local, double elem, d
 }
 
 double roof_cold_penalty(const roof_path *p, const char *kind) {
+  if (strcmp(kind, "reduce") == 0 && p->cold.has_reduce && strcmp(p->memory, "device") == 0 && p->has_rfit)
+    return p->cold.reduce.cold - roof_reduce_time(&p->rfit, ROOF_DOT_BYTES);
   if (strcmp(kind, "reduce") == 0 && p->cold.has_reduce)
     return p->cold.reduce.penalty;
   return p->cold.has_epoch ? p->cold.epoch.penalty : 0;

@@ -475,9 +475,10 @@ static void probe_add(rmaop_ctx ctx, roof_path *p) {
  * the host, a stream synchronization) and starts right after it, while the fit's reductions run back to
  * back. The one-element dot of a device vector (its reduction timed, as dot_run does) in turns with
  * rmaop_allreduce of as many doubles (2 + the flag) gives the path's reduction after a device dot, stored as
- * the "cold" reduction point (penalty = the difference; every reduction site pays it, roof_analyze). On 2 x
- * H100 (session 18) CGLS bdiag's mdot on every ipc path took 20-40 % more per call than the back-to-back
- * fit. Collective; a failure loses the point, not the path. */
+ * the "cold" reduction point; `run` predicts every reduction site from it (roof_cold_penalty). On 2 x H100
+ * (session 18) CGLS bdiag's mdot over the CUDA-aware Open MPI's twosided path took 14-25 us per call where the
+ * reduction fit (poor there: UCX's small allreduces do not follow alpha + bytes/beta) said 9-14, while this
+ * point read 11-22. Collective; a failure loses the point, not the path. */
 static void probe_after_dot(rmaop_ctx ctx, roof_path *p) {
   reduce_state *const r = &reduce_buf;
   roof_cold *c = &p->cold;

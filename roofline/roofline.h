@@ -107,8 +107,8 @@ typedef struct {
 
 /* A path's cold points: the epoch of one 8-byte message and the reduction of one double. Absent (has_* 0)
  * in profiles from older probes. On device memory (no cache term: the solver's vectors do not pass the host
- * caches) only the reduction, measured right after a device dot (roof_analyze: every reduction site pays it),
- * against the same reduction back to back (warm); sweep_bytes is 0 there. */
+ * caches) only the reduction, measured right after a device dot (cold) in turns with the same reduction back
+ * to back (warm); sweep_bytes is 0 there, and roof_cold_penalty says how the model uses it. */
 typedef struct {
   int has_epoch, has_reduce;
   double sweep_bytes; /* bytes each rank wrote before every cold repetition */
@@ -218,7 +218,11 @@ double roof_cgls_bytes(double model_local, double data_local, double elem, doubl
  * vectors and the operator's storage. A reuse distance never exceeds it (what is touched twice is cached once). */
 double roof_cgls_footprint(double model_local, double data_local, double elem, double op_bytes);
 /* Cold penalty per call of a site of @p kind ("reduce": the reduction's, else the epoch's; a path without
- * a reduction point uses the epoch's) on path @p p; 0 when not measured. */
+ * a reduction point uses the epoch's) on path @p p; 0 when not measured. On device memory the reduction's is
+ * a shift, not a penalty: the measured reduction after a device dot (ROOF_DOT_BYTES) minus the reduction fit
+ * at that size, so a reduction site is predicted as that measured point carried to its own size by the fit's
+ * slope; negative where the fit over-predicts small reductions. */
+#define ROOF_DOT_BYTES 24.0 /* the probe's one-element dot reduces 3 doubles: real, imaginary part, flag */
 double roof_cold_penalty(const roof_path *p, const char *kind);
 
 /* ---------------------------------------------------------------------------------------------------- */

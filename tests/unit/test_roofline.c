@@ -532,20 +532,31 @@ START_TEST(accumulate_extra_in_predictions) {
 }
 END_TEST
 
-/* Device memory: no cache term; every reduction site pays its path's reduction-after-a-device-dot penalty
- * whatever the solver streams, plans pay no cold penalty. */
+/* Device memory: no cache term; every reduction site is predicted as its path's measured reduction after a
+ * device dot (24 B), carried to the site's size by the reduction fit's slope, whatever the solver streams
+ * (above or below the fit); plans pay no cold penalty. */
 START_TEST(device_reduction_after_dot) {
   roof_profile p;
   make_profile(&p);
   strcpy(p.memory, "device");
+  for (int j = 0; j < p.npaths; ++j)
+    strcpy(p.paths[j].memory, "device");
   p.paths[0].cold = (roof_cold){.has_reduce = 1, .reduce = {.warm = 1e-6, .cold = 3e-6, .penalty = 2e-6, .reps = 41}};
+  const roof_rfit *rf = &p.paths[0].rfit; /* 1 us + bytes / 8 GB/s */
   roof_site halo = make_site("halo", "plan", 1, 8, 5e-6, 10), dot = make_site("mdot", "reduce", 1, 40, 3e-6, 10);
   roof_analysis a;
   ck_assert_int_eq(roof_analyze(&dot, &p, 5, 0, 0, &a), 0); /* bytes unknown: still after a dot */
   ck_assert_double_eq(a.cold_fraction, 1);
   ck_assert_str_eq(a.regime, "after device dot");
-  ck_assert_double_eq_tol(a.on[0].predicted, roof_reduce_time(&p.paths[0].rfit, 40) + 2e-6, 1e-18);
-  ck_assert_double_eq_tol(a.on[0].predicted_warm, roof_reduce_time(&p.paths[0].rfit, 40), 1e-18);
+  ck_assert_double_eq_tol(a.on[0].predicted, 3e-6 + (40 - 24) / 8e9, 1e-18);
+  ck_assert_double_eq_tol(a.on[0].predicted_warm, roof_reduce_time(rf, 40), 1e-18);
+  ck_assert_double_eq_tol(roof_cold_penalty(&p.paths[0], "reduce"), 3e-6 - roof_reduce_time(rf, 24), 1e-18);
+  roof_analysis_free(&a);
+  /* a measured point below the fit (a poor fit at small counts) lowers the prediction */
+  p.paths[0].cold.reduce.cold = 0.5e-6;
+  ck_assert_int_eq(roof_analyze(&dot, &p, 5, 0, 0, &a), 0);
+  ck_assert_double_eq_tol(a.on[0].predicted, 0.5e-6 + (40 - 24) / 8e9, 1e-18);
+  ck_assert(a.on[0].predicted < a.on[0].predicted_warm);
   ck_assert_double_eq_tol(a.on[1].predicted, a.on[1].predicted_warm, 1e-18); /* twosided measured none */
   roof_analysis_free(&a);
   ck_assert_int_eq(roof_analyze(&halo, &p, 5, 1e12, 0, &a), 0);
