@@ -231,8 +231,10 @@ int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, d
     /* A reduction's attainable rate is what the path's reduction fit allows, not one neighbour epoch's. */
     if (strcmp(s->kind, "reduce") == 0 && p->has_rfit && a->on[j].predicted > 0)
       a->on[j].fitted_bw = site_bytes(s) / a->on[j].predicted;
-    else if (a->cold_fraction > 0 && a->on[j].fitted_bw > 0) /* a cold epoch pays its penalty on top of t_sync */
-      a->on[j].fitted_bw = site_bytes(s) / (site_bytes(s) / a->on[j].fitted_bw + a->cold_fraction * pen);
+    else if ((a->cold_fraction > 0 || roof_add_extra(s, p) > 0) && a->on[j].fitted_bw > 0)
+      /* a cold epoch pays its penalty, an accumulating one its extra, on top of t_sync */
+      a->on[j].fitted_bw =
+          site_bytes(s) / (site_bytes(s) / a->on[j].fitted_bw + a->cold_fraction * pen + roof_add_extra(s, p));
   }
   a->home = find_path(prof, s->path);
   a->cause = a->hint = "";

@@ -133,9 +133,9 @@ void roof_verdict(const roof_run *r, const roof_profile *prof, char *buf, size_t
                         prof->paths[home].fit.poor ? " (fit: poor)" : ""));
   if (home >= 0 && roof_run_cold_sites(r) > 0 && (size_t)n < len)
     n = append(len, n,
-               snprintf(buf + n, len - (size_t)n, " with %d (partly) cold site%s (warm model %.2f)",
-                        roof_run_cold_sites(r), roof_run_cold_sites(r) > 1 ? "s" : "",
-                        roof_run_predicted_warm(r, home) * US));
+               snprintf(buf + n, len - (size_t)n, " with %d %s site%s (warm model %.2f)", roof_run_cold_sites(r),
+                        strcmp(prof->memory, "device") == 0 ? "after-device-dot" : "(partly) cold",
+                        roof_run_cold_sites(r) > 1 ? "s" : "", roof_run_predicted_warm(r, home) * US));
   if (best < 0 || (size_t)n >= len)
     return;
   double tb = roof_run_predicted(r, best);

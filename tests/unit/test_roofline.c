@@ -522,6 +522,8 @@ START_TEST(accumulate_extra_in_predictions) {
   ck_assert_double_eq_tol(a.on[0].predicted_warm, roof_time(f0, 1, 8) + 8e-6, 1e-18); /* not a cache effect */
   ck_assert_double_eq_tol(a.on[1].predicted, roof_time(f1, 1, 8), 1e-18);            /* not measured there */
   ck_assert_double_eq_tol(roof_add_extra(&adj, &p.paths[0]), 8e-6, 1e-18);
+  /* its roof includes the extra, so a site running at the predicted time is on its roof */
+  ck_assert_double_eq_tol(a.on[0].fitted_bw, 8 / (8 / roof_fitted_bw(f0, 1, 8) + 8e-6), 1e-6);
   roof_analysis_free(&a);
   ck_assert_double_eq_tol(roof_add_extra(&half, &p.paths[0]), 4e-6, 1e-18);
   ck_assert_double_eq(roof_add_extra(&dot, &p.paths[0]), 0);
