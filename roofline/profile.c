@@ -406,15 +406,25 @@ static int optional_object(reader *r, const json_value *parent, const char *key,
   return *out && o->type != JSON_OBJECT ? bad(r, key, "not an object") : 0;
 }
 
+/* A path's optional member @p key (-1: not an object). When present, messages name it from here on: the
+ * reader's place gets ".key" appended, and *mark is where to cut it off again. */
+static int enter_optional(reader *r, const json_value *path, const char *key, const json_value **o, size_t *mark) {
+  if (optional_object(r, path, key, o))
+    return -1;
+  *mark = strlen(r->where);
+  if (*o)
+    snprintf(r->where + *mark, sizeof r->where - *mark, ".%s", key);
+  return 0;
+}
+
 /* Optional (older probes did not measure it): absent leaves the path without a cold penalty. */
 static int read_cold(reader *r, const json_value *path, roof_cold *c) {
   const json_value *o;
-  if (optional_object(r, path, "cold", &o))
+  size_t len;
+  if (enter_optional(r, path, "cold", &o, &len))
     return -1;
   if (!o)
     return 0;
-  size_t len = strlen(r->where);
-  strncat(r->where, ".cold", sizeof r->where - len - 1);
   int st = get_nonneg(r, o, "sweep_bytes", &c->sweep_bytes, 0);
   c->has_epoch = !st && json_get(o, "epoch");
   c->has_reduce = !st && json_get(o, "reduce");
@@ -431,12 +441,11 @@ static int read_cold(reader *r, const json_value *path, roof_cold *c) {
 /* Optional (older probes did not measure it): absent leaves the path without an accumulate extra. */
 static int read_add(reader *r, const json_value *path, roof_add_point *a) {
   const json_value *o;
-  if (optional_object(r, path, "accumulate", &o))
+  size_t len;
+  if (enter_optional(r, path, "accumulate", &o, &len))
     return -1;
   if (!o)
     return 0;
-  size_t len = strlen(r->where);
-  strncat(r->where, ".accumulate", sizeof r->where - len - 1);
   int st = get_nonneg(r, o, "insert", &a->insert, 0) || get_nonneg(r, o, "add", &a->add, 0) ||
            get_nonneg(r, o, "extra", &a->extra, 0) || get_int(r, o, "reps", &a->reps, 0);
   r->where[len] = 0;
