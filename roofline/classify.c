@@ -220,7 +220,8 @@ int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, d
   a->regime = regime_of(a, prof);
   for (int j = 0; j < prof->npaths; ++j) {
     const roof_path *p = &prof->paths[j];
-    double n = s->messages > 0 ? s->messages : 1, warm = predict(s, p), pen = roof_cold_penalty(p, s->kind);
+    double n = s->messages > 0 ? s->messages : 1, warm = predict(s, p), pen = roof_cold_penalty(p, s->kind),
+           add = roof_add_extra(s, p); /* in warm already (predict); on the roof below */
     a->on[j] = (roof_onpath){.path = p,
                              .pure_bw = roof_pure_bw(&p->fit, n, s->bytes_per_message),
                              .fitted_bw = roof_fitted_bw(&p->fit, n, s->bytes_per_message),
@@ -231,10 +232,9 @@ int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, d
     /* A reduction's attainable rate is what the path's reduction fit allows, not one neighbour epoch's. */
     if (strcmp(s->kind, "reduce") == 0 && p->has_rfit && a->on[j].predicted > 0)
       a->on[j].fitted_bw = site_bytes(s) / a->on[j].predicted;
-    else if ((a->cold_fraction > 0 || roof_add_extra(s, p) > 0) && a->on[j].fitted_bw > 0)
+    else if ((a->cold_fraction > 0 || add > 0) && a->on[j].fitted_bw > 0)
       /* a cold epoch pays its penalty, an accumulating one its extra, on top of t_sync */
-      a->on[j].fitted_bw =
-          site_bytes(s) / (site_bytes(s) / a->on[j].fitted_bw + a->cold_fraction * pen + roof_add_extra(s, p));
+      a->on[j].fitted_bw = site_bytes(s) / (site_bytes(s) / a->on[j].fitted_bw + a->cold_fraction * pen + add);
   }
   a->home = find_path(prof, s->path);
   a->cause = a->hint = "";

@@ -222,7 +222,9 @@ static rmaop_status dot_run(void *arg, double *own) {
   return synced_inside(((dot_state *)arg)->ctx, "reduce", dot_call, arg, own);
 }
 
-static rmaop_status dot_setup(rmaop_ctx ctx, dot_state *d) {
+/* Creates the dot's one-element vector. Collective: vector creation is local, so the ranks agree, or a rank
+ * that failed would leave the others in a timing loop. Returns 0 when every rank has its vector. */
+static int dot_setup(rmaop_ctx ctx, dot_state *d) {
   rmaop_layout l = NULL;
   d->ctx = ctx;
   d->x = NULL;
@@ -232,7 +234,9 @@ static rmaop_status dot_setup(rmaop_ctx ctx, dot_state *d) {
   if (st == RMAOP_OK)
     st = rmaop_vec_set(d->x, 1.0);
   rmaop_layout_destroy(&l);
-  return st;
+  int mine = st != RMAOP_OK, any = 0;
+  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return any ? -1 : 0;
 }
 
 /* ---- timing ------------------------------------------------------------------------------------------- */
@@ -484,8 +488,7 @@ static void probe_after_dot(rmaop_ctx ctx, roof_path *p) {
   roof_cold *c = &p->cold;
   dot_state d;
   memset(c, 0, sizeof *c);
-  int mine = dot_setup(ctx, &d) != RMAOP_OK, any = 0;
-  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const int any = dot_setup(ctx, &d);
   r->ctx = ctx;
   r->count = 2;
   r->in[0] = r->in[1] = 1.0;
@@ -670,9 +673,7 @@ static void probe_cold(rmaop_ctx ctx, const roof_probe_options *o, sweeper *sw, 
   }
   epoch_free(&e);
   dot_state d;
-  /* vector creation is local: agree, or a rank that failed would leave the others in the cold loop */
-  int mine = dot_setup(ctx, &d) != RMAOP_OK, any = 0;
-  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const int any = dot_setup(ctx, &d);
   if (!bad)
     bad = any || time_cold(dot_run, &d, sw, sw->bytes, o->cold_reps, &c->reduce);
   rmaop_vec_destroy(&d.x);
