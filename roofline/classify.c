@@ -44,38 +44,75 @@ roof_class roof_classify(double bytes_per_message, double elbow, double efficien
 
 /* ---- the cold-cache term ------------------------------------------------------------------------------ */
 
+/* A curve's points: t[i] is the cold median after writing bytes[i] per rank (ascending; the last is the full
+ * sweep), warm the same operation warm. */
+typedef struct {
+  const double *bytes, *t;
+  int n;
+  double warm;
+} curve;
+
 /* The curve as fractions of its full penalty, nondecreasing: g[i] is the smallest fraction at or above
  * sweep i (so a spike at a small sweep is noise, a dip at a large one counts). Returns the point count, or 0
  * when the curve shows no cache effect above the noise. */
-static int curve_fractions(const roof_cache *c, double *g) {
-  const int n = c->ncurve;
-  if (n < 1 || !(c->curve_warm > 0))
+static int curve_fractions(const curve *c, double *g) {
+  const int n = c->n;
+  if (n < 1 || n > ROOF_MAX_CURVE || !(c->warm > 0))
     return 0;
-  const double full = c->curve_t[n - 1] - c->curve_warm;
-  if (!(full >= ROOF_COLD_MIN_REL * c->curve_warm))
+  const double full = c->t[n - 1] - c->warm;
+  if (!(full >= ROOF_COLD_MIN_REL * c->warm))
     return 0;
   g[n - 1] = 1;
   for (int i = n - 2; i >= 0; --i)
-    g[i] = fmin(g[i + 1], fmax(0, (c->curve_t[i] - c->curve_warm) / full));
+    g[i] = fmin(g[i + 1], fmax(0, (c->t[i] - c->warm) / full));
   return n;
 }
 
-double roof_cold_fraction(const roof_cache *c, double d) {
+/* The fraction at reuse distance d > 0 (log-linear between sweeps, 1 from the full sweep on, the first
+ * point's below it), or -1 when the curve is not usable. */
+static double curve_fraction(const curve *c, double d) {
   double g[ROOF_MAX_CURVE];
-  if (!c->has || !(d > 0))
-    return 0;
-  const int n = c->ncurve <= ROOF_MAX_CURVE ? curve_fractions(c, g) : 0;
-  if (n == 0) /* no usable curve: the LLC as a step */
-    return d > (c->llc_bytes > 0 ? c->llc_bytes : c->sweep_bytes / 4) ? 1 : 0;
-  if (d >= c->curve_bytes[n - 1])
+  const int n = curve_fractions(c, g);
+  if (n == 0)
+    return -1;
+  if (d >= c->bytes[n - 1])
     return 1;
-  if (d <= c->curve_bytes[0])
+  if (d <= c->bytes[0])
     return g[0];
   int i = 1;
-  while (c->curve_bytes[i] < d)
+  while (c->bytes[i] < d)
     ++i;
-  const double w = log(d / c->curve_bytes[i - 1]) / log(c->curve_bytes[i] / c->curve_bytes[i - 1]);
+  const double w = log(d / c->bytes[i - 1]) / log(c->bytes[i] / c->bytes[i - 1]);
   return g[i - 1] + w * (g[i] - g[i - 1]);
+}
+
+double roof_cold_fraction(const roof_cache *c, double d) {
+  if (!c->has || !(d > 0))
+    return 0;
+  const curve k = {c->curve_bytes, c->curve_t, c->ncurve, c->curve_warm};
+  const double f = curve_fraction(&k, d);
+  if (f < 0) /* no usable curve: the LLC as a step */
+    return d > (c->llc_bytes > 0 ? c->llc_bytes : c->sweep_bytes / 4) ? 1 : 0;
+  return f;
+}
+
+double roof_path_cold_fraction(const roof_cache *c, const roof_path *p, const char *kind, double d) {
+  if (!c->has || !(d > 0))
+    return 0;
+  const roof_cold *q = &p->cold;
+  if (strcmp(kind, "reduce") == 0 && q->has_reduce && q->nrcurve > 0 && q->nrcurve < ROOF_MAX_CURVE &&
+      q->rcurve_bytes[q->nrcurve - 1] < q->sweep_bytes) {
+    double b[ROOF_MAX_CURVE], t[ROOF_MAX_CURVE];
+    memcpy(b, q->rcurve_bytes, (size_t)q->nrcurve * sizeof *b);
+    memcpy(t, q->rcurve_t, (size_t)q->nrcurve * sizeof *t);
+    b[q->nrcurve] = q->sweep_bytes; /* the full sweep's point ends the curve */
+    t[q->nrcurve] = q->reduce.cold;
+    const curve k = {b, t, q->nrcurve + 1, q->reduce.warm};
+    const double f = curve_fraction(&k, d);
+    if (f >= 0)
+      return f;
+  }
+  return roof_cold_fraction(c, d);
 }
 
 double roof_cgls_bytes(double model_local, double data_local, double elem, double op_bytes) {
@@ -108,15 +145,18 @@ static int has_after_dot(const roof_profile *prof) {
   return 0;
 }
 
-/* The share of its path's cold penalty a site pays per call. Host memory: the cache term at the site's reuse
- * distance. Device memory has no cache term (the vectors live on the GPU), but every reduction of a solver on
+/* The share of path @p p's cold penalty a site pays per call (@p p NULL: the profile's epoch curve alone).
+ * Host memory: the cache term at the site's reuse distance, a reduction on the path's own reduction curve
+ * where the probe measured one (roof_path_cold_fraction). Device memory has no cache term (the vectors live on the GPU), but every reduction of a solver on
  * a device context follows the device dot that made its partials (a kernel, the copy to the host, a stream
  * synchronization), and the probe's "cold" reduction point there is timed right after one: reductions pay
  * all of it, plans none. */
-static double site_cold_fraction(const roof_profile *prof, const roof_site *s, double reuse) {
+static double site_cold_fraction(const roof_profile *prof, const roof_site *s, const roof_path *p, double reuse) {
+  if (s->messages <= 0)
+    return 0;
   if (device_profile(prof))
     return strcmp(s->kind, "reduce") == 0 ? 1 : 0;
-  return roof_cold_fraction(&prof->cache, reuse);
+  return p ? roof_path_cold_fraction(&prof->cache, p, s->kind, reuse) : roof_cold_fraction(&prof->cache, reuse);
 }
 
 /* Why a site is warm or cold, for the table and the report. */
@@ -216,27 +256,29 @@ int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, d
   if (iterations > 0 && bytes_per_iter > 0 && a->calls_per_iter > 0)
     a->reuse_bytes =
         footprint > 0 ? fmin(footprint, bytes_per_iter / a->calls_per_iter) : bytes_per_iter / a->calls_per_iter;
-  a->cold_fraction = s->messages > 0 ? site_cold_fraction(prof, s, a->reuse_bytes) : 0;
-  a->regime = regime_of(a, prof);
   for (int j = 0; j < prof->npaths; ++j) {
     const roof_path *p = &prof->paths[j];
     double n = s->messages > 0 ? s->messages : 1, warm = predict(s, p), pen = roof_cold_penalty(p, s->kind),
-           add = roof_add_extra(s, p); /* in warm already (predict); on the roof below */
+           add = roof_add_extra(s, p), /* in warm already (predict); on the roof below */
+        f = site_cold_fraction(prof, s, p, a->reuse_bytes);
     a->on[j] = (roof_onpath){.path = p,
                              .pure_bw = roof_pure_bw(&p->fit, n, s->bytes_per_message),
                              .fitted_bw = roof_fitted_bw(&p->fit, n, s->bytes_per_message),
                              .elbow = roof_elbow(&p->fit, n),
-                             .predicted = warm + a->cold_fraction * pen,
+                             .predicted = warm + f * pen,
                              .predicted_warm = warm,
-                             .penalty = pen};
+                             .penalty = pen,
+                             .cold_fraction = f};
     /* A reduction's attainable rate is what the path's reduction fit allows, not one neighbour epoch's. */
     if (strcmp(s->kind, "reduce") == 0 && p->has_rfit && a->on[j].predicted > 0)
       a->on[j].fitted_bw = site_bytes(s) / a->on[j].predicted;
-    else if ((a->cold_fraction > 0 || add > 0) && a->on[j].fitted_bw > 0)
+    else if ((f > 0 || add > 0) && a->on[j].fitted_bw > 0)
       /* a cold epoch pays its penalty, an accumulating one its extra, on top of t_sync */
-      a->on[j].fitted_bw = site_bytes(s) / (site_bytes(s) / a->on[j].fitted_bw + a->cold_fraction * pen + add);
+      a->on[j].fitted_bw = site_bytes(s) / (site_bytes(s) / a->on[j].fitted_bw + f * pen + add);
   }
   a->home = find_path(prof, s->path);
+  a->cold_fraction = a->home >= 0 ? a->on[a->home].cold_fraction : site_cold_fraction(prof, s, NULL, a->reuse_bytes);
+  a->regime = regime_of(a, prof);
   a->cause = a->hint = "";
   if (s->messages <= 0 || s->bytes_per_message <= 0 || a->per_call <= 0) {
     a->cls = ROOF_LOCAL; /* nothing left the rank (1 rank, or a rank without neighbours) */

@@ -23,8 +23,11 @@
  * cache between two calls and the communication state (window control words, MPI's queues) comes back from
  * DRAM. Warm repetitions are timed in between, so warm and cold come from the same minutes of a shared
  * machine. On the first path the 8-byte epoch is also timed after sweeps of 1 MiB, 2 MiB, ... (the curve):
- * how its penalty grows with the bytes swept is how `run` scales a path's penalty to a site's reuse
- * distance (roof_cold_fraction). Device memory gets
+ * how its penalty grows with the bytes swept is how `run` scales a path's epoch penalty to a site's reuse
+ * distance (roof_cold_fraction). On every path the dot is also timed after sweeps of 2, 4, ... 64 MiB (the
+ * path's reduction curve): reductions scale their penalty by their own path's curve (roof_path_cold_fraction),
+ * since the paths' reductions warm up differently (on the 2-vCPU VM lock's paid 24-29 % of its full penalty
+ * after 8 MiB where fence's paid 38-52 %, docs/roofline-runs/2026-11-25-session19-lock-experiments.md). Device memory gets
  * no cold points: a solver's vectors then live in GPU memory and do not pass through the host caches. */
 #include "tool.h"
 
@@ -414,6 +417,23 @@ static int measure_curve(epoch_state *e, sweeper *sw, int reps, const char *path
   return 0;
 }
 
+/* The path's own reduction curve: the one-element dot after sweeps of ROOF_RCURVE_FIRST, twice that, ... up to
+ * ROOF_RCURVE_LAST, below the full sweep (whose point, c->reduce, ends it). Collective. */
+#define ROOF_RCURVE_FIRST (2.0 * 1048576)
+#define ROOF_RCURVE_LAST (64.0 * 1048576)
+static int measure_reduce_curve(dot_state *d, sweeper *sw, int reps, roof_cold *c) {
+  c->nrcurve = 0;
+  for (double b = ROOF_RCURVE_FIRST; b <= ROOF_RCURVE_LAST && b < (double)sw->bytes && c->nrcurve < ROOF_MAX_CURVE - 1;
+       b *= 2) {
+    roof_cold_point q;
+    if (time_cold(dot_run, d, sw, (size_t)b, reps, &q))
+      return -1;
+    c->rcurve_bytes[c->nrcurve] = b;
+    c->rcurve_t[c->nrcurve++] = q.cold;
+  }
+  return 0;
+}
+
 /* ---- two operations in turns -------------------------------------------------------------------------- */
 
 #define ROOF_PAIR_REPS 41
@@ -646,9 +666,14 @@ static int probe_reduce(rmaop_ctx ctx, const roof_probe_options *o, roof_path *p
 
 static void show_cold(const roof_path *p) {
   roof_msg("probe %s: cold (after writing %.0f MiB per rank): 8 B epoch %.2f -> %.2f us, 1-element dot "
-           "%.2f -> %.2f us\n",
+           "%.2f -> %.2f us; the dot after",
            p->name, p->cold.sweep_bytes / 1048576, p->cold.epoch.warm * 1e6, p->cold.epoch.cold * 1e6,
            p->cold.reduce.warm * 1e6, p->cold.reduce.cold * 1e6);
+  for (int i = 0; i < p->cold.nrcurve; ++i)
+    roof_msg(" %.0f MiB: %.2f%s", p->cold.rcurve_bytes[i] / 1048576, p->cold.rcurve_t[i] * 1e6,
+             i + 1 < p->cold.nrcurve ? "," : " us\n");
+  if (p->cold.nrcurve == 0)
+    roof_msg(" smaller sweeps: not measured\n");
 }
 
 static void show_curve(const roof_cache *c) {
@@ -676,6 +701,8 @@ static void probe_cold(rmaop_ctx ctx, const roof_probe_options *o, sweeper *sw, 
   const int any = dot_setup(ctx, &d);
   if (!bad)
     bad = any || time_cold(dot_run, &d, sw, sw->bytes, o->cold_reps, &c->reduce);
+  if (!bad)
+    bad = measure_reduce_curve(&d, sw, o->cold_reps, c);
   rmaop_vec_destroy(&d.x);
   if (bad) {
     memset(c, 0, sizeof *c);

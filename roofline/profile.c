@@ -1,7 +1,8 @@
 /* Machine profiles: the probe's raw medians and the fitted model per path, as JSON (format
  * "rmaop-roofline-profile", version 1). The reader accepts exactly what the writer produces (plus extra
  * members, ignored) and names the file and the field of anything missing or malformed. The cold-cache members
- * ("cache" at the top, "cold" per path) and the accumulate point ("accumulate" per path) are optional:
+ * ("cache" at the top, "cold" per path, with its optional "reduce_curve") and the accumulate point
+ * ("accumulate" per path) are optional:
  * profiles of older probes lack them and load with no cold term and no accumulate extra. */
 #include "roofline.h"
 
@@ -139,6 +140,12 @@ static void write_cold(FILE *f, const roof_cold *c) {
   if (c->has_reduce) {
     fputs(", ", f);
     write_cold_point(f, "reduce", &c->reduce, "\"count\": 1");
+  }
+  if (c->has_reduce && c->nrcurve > 0) {
+    fputs(",\n    \"reduce_curve\": [", f);
+    for (int i = 0; i < c->nrcurve; ++i)
+      fprintf(f, "%s{\"bytes\": %.0f, \"t\": %.9g}", i ? ", " : "", c->rcurve_bytes[i], c->rcurve_t[i]);
+    fputs("]", f);
   }
   fputs("}", f);
 }
@@ -417,6 +424,27 @@ static int enter_optional(reader *r, const json_value *path, const char *key, co
   return 0;
 }
 
+/* A curve's points, array @p key of {"bytes", "t"}: bytes > 0, increasing, and below @p below when that is
+ * > 0 (a path's reduction curve ends below its full sweep, which `reduce` holds). */
+static int read_curve_points(reader *r, const json_value *o, const char *key, double below, double *bytes,
+                             double *t, int *n) {
+  const json_value *a = get_array(r, o, key);
+  if (!a)
+    return -1;
+  if (a->count > (below > 0 ? ROOF_MAX_CURVE - 1 : ROOF_MAX_CURVE))
+    return bad(r, key, below > 0 ? "more than 15 points" : "more than 16 points");
+  for (size_t i = 0; i < a->count; ++i) {
+    if (get_nonneg(r, &a->items[i], "bytes", &bytes[i], 0) || get_nonneg(r, &a->items[i], "t", &t[i], 0))
+      return -1;
+    if (!(bytes[i] > (i ? bytes[i - 1] : 0)))
+      return bad(r, key, "bytes must be > 0 and increase");
+    if (below > 0 && !(bytes[i] < below))
+      return bad(r, key, "bytes must stay below the full sweep (sweep_bytes)");
+  }
+  *n = (int)a->count;
+  return 0;
+}
+
 /* Optional (older probes did not measure it): absent leaves the path without a cold penalty. */
 static int read_cold(reader *r, const json_value *path, roof_cold *c) {
   const json_value *o;
@@ -432,9 +460,11 @@ static int read_cold(reader *r, const json_value *path, roof_cold *c) {
     st = read_cold_point(r, o, "epoch", &c->epoch);
   if (!st && c->has_reduce)
     st = read_cold_point(r, o, "reduce", &c->reduce);
+  if (!st && c->has_reduce && json_get(o, "reduce_curve"))
+    st = read_curve_points(r, o, "reduce_curve", c->sweep_bytes, c->rcurve_bytes, c->rcurve_t, &c->nrcurve);
   r->where[len] = 0;
   if (st)
-    c->has_epoch = c->has_reduce = 0;
+    c->has_epoch = c->has_reduce = c->nrcurve = 0;
   return st ? -1 : 0;
 }
 
@@ -453,23 +483,6 @@ static int read_add(reader *r, const json_value *path, roof_add_point *a) {
   return st ? -1 : 0;
 }
 
-static int read_curve(reader *r, const json_value *o, roof_cache *c) {
-  const json_value *a = get_array(r, o, "curve");
-  if (!a)
-    return -1;
-  if (a->count > ROOF_MAX_CURVE)
-    return bad(r, "curve", "more than 16 points");
-  for (size_t i = 0; i < a->count; ++i) {
-    if (get_nonneg(r, &a->items[i], "bytes", &c->curve_bytes[i], 0) ||
-        get_nonneg(r, &a->items[i], "t", &c->curve_t[i], 0))
-      return -1;
-    if (!(c->curve_bytes[i] > (i ? c->curve_bytes[i - 1] : 0)))
-      return bad(r, "curve", "bytes must be > 0 and increase");
-  }
-  c->ncurve = (int)a->count;
-  return 0;
-}
-
 /* Optional, like a path's "cold": without it every site is predicted warm. */
 static int read_cache(reader *r, const json_value *root, roof_cache *c) {
   const json_value *o;
@@ -482,7 +495,8 @@ static int read_cache(reader *r, const json_value *root, roof_cache *c) {
            get_str(r, o, "llc_source", c->llc_source, sizeof c->llc_source) ||
            get_nonneg(r, o, "sweep_bytes", &c->sweep_bytes, 0) ||
            get_str(r, o, "curve_path", c->curve_path, sizeof c->curve_path) ||
-           get_nonneg(r, o, "curve_warm", &c->curve_warm, 0) || read_curve(r, o, c);
+           get_nonneg(r, o, "curve_warm", &c->curve_warm, 0) ||
+           read_curve_points(r, o, "curve", 0, c->curve_bytes, c->curve_t, &c->ncurve);
   if (!st && !(c->sweep_bytes > 0))
     st = bad(r, "sweep_bytes", "must be > 0");
   r->where[0] = 0;

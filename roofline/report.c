@@ -99,6 +99,25 @@ void roof_report_cache(FILE *f, const roof_profile *p) {
     fprintf(f, " %s %.2f (%.0f%%)%s", b, c->curve_t[i] * US, 100 * roof_cold_fraction(c, c->curve_bytes[i]),
             i + 1 < c->ncurve ? "," : " us\n");
   }
+  int any = 0;
+  for (int j = 0; j < p->npaths; ++j)
+    any |= p->paths[j].cold.has_reduce && p->paths[j].cold.nrcurve > 0;
+  if (!any)
+    return;
+  fprintf(f, "  reduction sites read their own path's reduction curve (1-element dot, share of its full penalty):\n");
+  for (int j = 0; j < p->npaths; ++j) {
+    const roof_path *q = &p->paths[j];
+    if (!q->cold.has_reduce || q->cold.nrcurve == 0)
+      continue;
+    fprintf(f, "  %-16s warm %.2f us; after", q->name, q->cold.reduce.warm * US);
+    for (int i = 0; i < q->cold.nrcurve; ++i) {
+      roof_format_bytes(q->cold.rcurve_bytes[i], b, sizeof b);
+      fprintf(f, " %s %.2f (%.0f%%),", b, q->cold.rcurve_t[i] * US,
+              100 * roof_path_cold_fraction(c, q, "reduce", q->cold.rcurve_bytes[i]));
+    }
+    roof_format_bytes(q->cold.sweep_bytes, b, sizeof b);
+    fprintf(f, " %s %.2f us\n", b, q->cold.reduce.cold * US);
+  }
 }
 
 /* "1.50x less than" / "1.23x more than": the ratio of @p a to @p b said the readable way round. */
@@ -280,6 +299,7 @@ static void json_site(FILE *f, const roof_analysis *a, const roof_profile *prof)
     json_kv_num(f, "elbow_bytes", o->elbow, 1);
     json_kv_num(f, "predicted_time", o->predicted, 1);
     json_kv_num(f, "predicted_time_warm", o->predicted_warm, 1);
+    json_kv_num(f, "cold_fraction", o->cold_fraction, 1);
     json_kv_num(f, "cold_penalty", o->penalty, 0);
     fputs("}", f);
   }
@@ -421,7 +441,7 @@ static void csv_row(FILE *f, const roof_run *r, const roof_analysis *a, int j) {
           o->path->name, o->path->fit.poor ? "poor" : "good", gbs(o->pure_bw), gbs(o->fitted_bw), o->elbow,
           o->predicted);
   csv_field(f, a->regime ? a->regime : "warm");
-  fprintf(f, ",%.0f,%.4f,%.9g,%.9g\n", a->reuse_bytes, a->cold_fraction, o->predicted_warm, o->penalty);
+  fprintf(f, ",%.0f,%.4f,%.9g,%.9g\n", a->reuse_bytes, o->cold_fraction, o->predicted_warm, o->penalty);
 }
 
 int roof_report_csv(const char *file, const roof_run *runs, int nruns, const roof_profile *prof, char *err,

@@ -105,14 +105,22 @@ typedef struct {
   int reps;                   /* cold repetitions */
 } roof_cold_point;
 
+#define ROOF_MAX_CURVE 16
+
 /* A path's cold points: the epoch of one 8-byte message and the reduction of one double. Absent (has_* 0)
  * in profiles from older probes. On device memory (no cache term: the solver's vectors do not pass the host
  * caches) only the reduction, measured right after a device dot (cold) in turns with the same reduction back
- * to back (warm); sweep_bytes is 0 there, and roof_cold_penalty says how the model uses it. */
+ * to back (warm); sweep_bytes is 0 there, and roof_cold_penalty says how the model uses it.
+ * Host memory also has the path's own reduction curve: the one-element dot's cold median after writing
+ * rcurve_bytes[i] per rank (ascending, below sweep_bytes; the full sweep's point, `reduce`, ends it). A
+ * reduction site scales its path's penalty by this curve (roof_path_cold_fraction); absent (nrcurve 0) in
+ * older profiles, which use the profile's epoch curve for every site. */
 typedef struct {
   int has_epoch, has_reduce;
   double sweep_bytes; /* bytes each rank wrote before every cold repetition */
   roof_cold_point epoch, reduce;
+  int nrcurve;
+  double rcurve_bytes[ROOF_MAX_CURVE], rcurve_t[ROOF_MAX_CURVE];
 } roof_cold;
 
 /* The price of accumulating: the 8-byte epoch (n = 1) in RMAOP_INSERT and in RMAOP_ADD mode, timed in turns
@@ -140,7 +148,6 @@ typedef struct {
   roof_add_point add;
 } roof_path;
 
-#define ROOF_MAX_CURVE 16
 /* A cold penalty below this fraction of the warm time is no cache effect (noise): the curve is not used. */
 #define ROOF_COLD_MIN_REL 0.5
 
@@ -209,6 +216,12 @@ double roof_elbow(const roof_fit *f, double n);
  * Without a usable curve (none, or a full penalty below ROOF_COLD_MIN_REL x warm) a step: 1 beyond the
  * LLC (sweep_bytes / 4 when unknown), else 0. 0 when the profile has no cold term or reuse is unknown (<= 0). */
 double roof_cold_fraction(const roof_cache *c, double reuse_bytes);
+/* The fraction a site of @p kind pays on path @p p: a reduction ("reduce") on a path with its own reduction
+ * curve reads that curve (same rules: nondecreasing, log-linear, 1 at and beyond the full sweep; the first
+ * point's fraction below the first sweep); when that curve shows no penalty above the noise (a full penalty
+ * below ROOF_COLD_MIN_REL x warm), and for every other site, roof_cold_fraction of the profile's epoch curve.
+ * 0 when the profile has no cold term or reuse is unknown. Host memory only (roof_analyze decides device). */
+double roof_path_cold_fraction(const roof_cache *c, const roof_path *p, const char *kind, double reuse_bytes);
 /* Bytes one rank streams per CGLS iteration (src/solver.c, rmaop_solve_cgls): every vector an operation
  * reads or writes counts once: 8 passes over model-space vectors (local length @p model_local), 6 over
  * data-space vectors (@p data_local), of @p elem bytes each, plus @p op_bytes (the operator's own storage,
@@ -282,6 +295,7 @@ typedef struct {
   double predicted;                 /* model time per call on this path (reductions: the reduce fit), cold-aware */
   double predicted_warm;            /* the same without the cold penalty */
   double penalty;                   /* the path's cold penalty per call (cold_fraction of it is in predicted) */
+  double cold_fraction;             /* of penalty paid per call on this path (roof_path_cold_fraction) */
 } roof_onpath;
 
 typedef struct {
@@ -296,7 +310,7 @@ typedef struct {
   const char *cause;    /* what an overhead-bound site is bound by */
   const char *hint;     /* what to try */
   double reuse_bytes;   /* bytes one rank touches between two calls of the site (0: unknown) */
-  double cold_fraction; /* of each path's cold penalty added per call (roof_cold_fraction) */
+  double cold_fraction; /* of the home path's cold penalty paid per call (the epoch curve's without a home) */
   const char *regime;   /* "warm", "partly cold", "cold", or why warm ("warm: no cold term", ...) */
 } roof_analysis;
 
@@ -306,7 +320,8 @@ double roof_add_extra(const roof_site *s, const roof_path *p);
 /* Places @p s on every path of @p prof. @p iterations scales calls to per-iteration (0: per solve).
  * @p bytes_per_iter and @p footprint: what one rank streams and the distinct bytes it touches per solver
  * iteration (0: unknown: warm); the site's reuse distance is min(footprint, bytes_per_iter / its calls per
- * iteration), and roof_cold_fraction of it gives the share of the cold penalty its predictions pay. */
+ * iteration), and roof_path_cold_fraction of it gives the share of each path's cold penalty its predictions
+ * on that path pay. */
 int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, double bytes_per_iter, double footprint,
                  roof_analysis *a);
 void roof_analysis_free(roof_analysis *a);

@@ -422,6 +422,68 @@ START_TEST(cold_fraction_from_curve) {
 }
 END_TEST
 
+/* rma.lock.shm's own reduction curve (reduction warm 1 us, full cold 6 us at the 64 MiB sweep): 0.1 of the
+ * penalty after 4 MiB, 0.5 after 16 MiB. */
+static void add_reduce_curve(roof_profile *p) {
+  roof_cold *c = &p->paths[0].cold;
+  c->nrcurve = 2;
+  c->rcurve_bytes[0] = 4 * MIB, c->rcurve_t[0] = 1.5e-6;
+  c->rcurve_bytes[1] = 16 * MIB, c->rcurve_t[1] = 3.5e-6;
+}
+
+START_TEST(cold_fraction_per_path_reduction_curve) {
+  roof_profile p;
+  make_profile(&p);
+  add_cold(&p);
+  add_reduce_curve(&p);
+  const roof_cache *c = &p.cache;
+  const roof_path *lock = &p.paths[0], *two = &p.paths[1];
+  /* a reduction on a path with its own curve reads it: 0.1, 0.5, log-linear between, 1 from the full sweep on */
+  ck_assert_double_eq_tol(roof_path_cold_fraction(c, lock, "reduce", 4 * MIB), 0.1, 1e-12);
+  ck_assert_double_eq_tol(roof_path_cold_fraction(c, lock, "reduce", 16 * MIB), 0.5, 1e-12);
+  ck_assert_double_eq_tol(roof_path_cold_fraction(c, lock, "reduce", 8 * MIB), 0.3, 1e-12);
+  ck_assert_double_eq_tol(roof_path_cold_fraction(c, lock, "reduce", 32 * MIB), 0.75, 1e-12);
+  ck_assert_double_eq(roof_path_cold_fraction(c, lock, "reduce", 64 * MIB), 1);
+  ck_assert_double_eq_tol(roof_path_cold_fraction(c, lock, "reduce", 1 * MIB), 0.1, 1e-12);
+  ck_assert_double_eq(roof_path_cold_fraction(c, lock, "reduce", 0), 0); /* reuse unknown */
+  /* plans, and reductions on a path without its own curve (or without a reduction point), read the epoch curve */
+  ck_assert_double_eq_tol(roof_path_cold_fraction(c, lock, "plan", 4 * MIB), roof_cold_fraction(c, 4 * MIB), 1e-12);
+  ck_assert_double_eq_tol(roof_path_cold_fraction(c, two, "reduce", 8 * MIB), roof_cold_fraction(c, 8 * MIB), 1e-12);
+  /* a reduction curve without a penalty above the noise (full cold < 1.5 x warm) is not used */
+  p.paths[0].cold.reduce.cold = 1.4e-6;
+  ck_assert_double_eq_tol(roof_path_cold_fraction(c, lock, "reduce", 4 * MIB), 0.125, 1e-12);
+  p.paths[0].cold.reduce.cold = 6e-6;
+  /* a curve that does not end below the full sweep is not used either */
+  p.paths[0].cold.rcurve_bytes[1] = 64 * MIB;
+  ck_assert_double_eq_tol(roof_path_cold_fraction(c, lock, "reduce", 4 * MIB), 0.125, 1e-12);
+  p.paths[0].cold.rcurve_bytes[1] = 16 * MIB;
+  /* no cold term in the profile: nothing */
+  p.cache.has = 0;
+  ck_assert_double_eq(roof_path_cold_fraction(c, lock, "reduce", 16 * MIB), 0);
+  p.cache.has = 1;
+  /* in the analysis: 20 calls in 10 iterations, 32 MiB streamed per iteration: 16 MiB between calls. The
+   * reduction pays half of lock's reduction penalty (its own curve) and half of twosided's epoch penalty
+   * (the epoch curve at 16 MiB: 1/2); the home path's fraction is the site's */
+  roof_site dot = make_site("dot", "reduce", 1, 16, 4e-6, 20);
+  roof_analysis a;
+  ck_assert_int_eq(roof_analyze(&dot, &p, 10, 32 * MIB, 0, &a), 0);
+  ck_assert_double_eq(a.reuse_bytes, 16 * MIB);
+  ck_assert_double_eq_tol(a.on[0].cold_fraction, 0.5, 1e-12);
+  ck_assert_double_eq_tol(a.on[0].predicted, roof_reduce_time(&lock->rfit, 16) + 0.5 * 5e-6, 1e-18);
+  ck_assert_double_eq_tol(a.on[1].cold_fraction, 0.5, 1e-12);
+  ck_assert_double_eq_tol(a.on[1].predicted, roof_time(&two->fit, 1, 16) + 0.5 * 3e-6, 1e-18);
+  ck_assert_double_eq(a.cold_fraction, a.on[0].cold_fraction);
+  roof_analysis_free(&a);
+  /* 8 MiB between calls: lock's own curve says 0.3, the epoch curve (twosided) 0.3125 */
+  ck_assert_int_eq(roof_analyze(&dot, &p, 10, 16 * MIB, 0, &a), 0);
+  ck_assert_double_eq_tol(a.on[0].cold_fraction, 0.3, 1e-12);
+  ck_assert_double_eq_tol(a.on[1].cold_fraction, 0.3125, 1e-12);
+  ck_assert_str_eq(a.regime, "partly cold");
+  roof_analysis_free(&a);
+  roof_profile_free(&p);
+}
+END_TEST
+
 START_TEST(cold_bytes_per_iteration) {
   /* deriv1d n = 2^20 on 2 ranks: 2^19 doubles per rank on each side, 14 vector passes of 4 MiB, 5 vectors */
   ck_assert_double_eq(roof_cgls_bytes(524288, 524288, 8, 0), 14 * 4 * MIB);
@@ -674,6 +736,7 @@ START_TEST(profile_round_trip_cold) {
   char err[ROOF_ERR_MAX];
   make_profile(&p);
   add_cold(&p);
+  add_reduce_curve(&p);
   const char *file = scratch("profile-cold.json");
   ck_assert_int_eq(roof_profile_write(&p, file, err, sizeof err), 0);
   ck_assert_msg(roof_profile_read(file, &q, err, sizeof err) == 0, "%s", err);
@@ -697,7 +760,12 @@ START_TEST(profile_round_trip_cold) {
     ck_assert(rel(y->epoch.penalty, x->epoch.penalty) < 1e-8);
     ck_assert_int_eq(y->epoch.reps, x->epoch.reps);
     ck_assert(y->reduce.penalty == x->reduce.penalty || rel(y->reduce.penalty, x->reduce.penalty) < 1e-8);
+    ck_assert_int_eq(y->nrcurve, x->nrcurve);
+    for (int i = 0; i < x->nrcurve; ++i)
+      ck_assert(y->rcurve_bytes[i] == x->rcurve_bytes[i] && rel(y->rcurve_t[i], x->rcurve_t[i]) < 1e-8);
   }
+  ck_assert_int_eq(q.paths[0].cold.nrcurve, 2);
+  ck_assert_double_eq_tol(roof_path_cold_fraction(&q.cache, &q.paths[0], "reduce", 8 * MIB), 0.3, 1e-8);
   ck_assert_double_eq_tol(roof_cold_penalty(&q.paths[0], "reduce"), 5e-6, 1e-15);
   ck_assert_double_eq_tol(roof_cold_penalty(&q.paths[1], "reduce"), 3e-6, 1e-15);
   /* and again: a profile read back writes the same cold term */
@@ -766,6 +834,20 @@ START_TEST(profile_rejects_bad_files) {
   expect_profile_error(buf, "paths[0].cold.penalty: must be >= 0");
   snprintf(buf, sizeof buf, "%s%s%s, \"cold\": {\"epoch\": {}}}]}", head, path, fit);
   expect_profile_error(buf, "paths[0].cold.sweep_bytes: missing");
+  const char *red = "\"reduce\": {\"count\": 1, \"warm\": 1e-6, \"cold\": 5e-6, \"penalty\": 4e-6, \"reps\": 9}";
+  snprintf(buf, sizeof buf,
+           "%s%s%s, \"cold\": {\"sweep_bytes\": 1e8, %s, \"reduce_curve\": [{\"bytes\": 2e6, \"t\": 2e-6}, "
+           "{\"bytes\": 1e8, \"t\": 3e-6}]}}]}",
+           head, path, fit, red);
+  expect_profile_error(buf, "paths[0].cold.reduce_curve: bytes must stay below the full sweep");
+  snprintf(buf, sizeof buf,
+           "%s%s%s, \"cold\": {\"sweep_bytes\": 1e8, %s, \"reduce_curve\": [{\"bytes\": 4e6, \"t\": 2e-6}, "
+           "{\"bytes\": 2e6, \"t\": 3e-6}]}}]}",
+           head, path, fit, red);
+  expect_profile_error(buf, "paths[0].cold.reduce_curve: bytes must be > 0 and increase");
+  snprintf(buf, sizeof buf, "%s%s%s, \"cold\": {\"sweep_bytes\": 1e8, %s, \"reduce_curve\": {}}}]}", head, path,
+           fit, red);
+  expect_profile_error(buf, "paths[0].cold.reduce_curve");
   const char *cache_head = "{\"format\": \"rmaop-roofline-profile\", \"version\": 1, \"ranks\": 2, \"memory\": "
                            "\"host\", \"pattern\": \"p\", \"cache\": {\"llc_bytes\": 0, \"llc_source\": \"unknown\", "
                            "\"curve_path\": \"twosided\", \"curve_warm\": 1e-6, \"sweep_bytes\": ";
@@ -1250,6 +1332,7 @@ static Suite *suite(void) {
   tcase_add_test(cls, classify_synthetic_sites);
   tcase_add_test(cls, best_path_skips_poor_fits);
   tcase_add_test(cls, cold_fraction_from_curve);
+  tcase_add_test(cls, cold_fraction_per_path_reduction_curve);
   tcase_add_test(cls, cold_bytes_per_iteration);
   tcase_add_test(cls, cold_penalty_in_predictions);
   tcase_add_test(cls, accumulate_extra_in_predictions);
