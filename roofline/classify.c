@@ -147,10 +147,10 @@ static int has_after_dot(const roof_profile *prof) {
 
 /* The share of path @p p's cold penalty a site pays per call (@p p NULL: the profile's epoch curve alone).
  * Host memory: the cache term at the site's reuse distance, a reduction on the path's own reduction curve
- * where the probe measured one (roof_path_cold_fraction). Device memory has no cache term (the vectors live on the GPU), but every reduction of a solver on
- * a device context follows the device dot that made its partials (a kernel, the copy to the host, a stream
- * synchronization), and the probe's "cold" reduction point there is timed right after one: reductions pay
- * all of it, plans none. */
+ * where the probe measured one (roof_path_cold_fraction). Device memory has no cache term (the vectors live on the
+ * GPU), but every reduction of a solver on a device context follows the device dot that made its partials (a kernel,
+ * the copy to the host, a stream synchronization), and the probe's "cold" reduction point there is timed right after
+ * one: reductions pay all of it, plans none. */
 static double site_cold_fraction(const roof_profile *prof, const roof_site *s, const roof_path *p, double reuse) {
   if (s->messages <= 0)
     return 0;

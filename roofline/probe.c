@@ -27,8 +27,8 @@
  * distance (roof_cold_fraction). On every path the dot is also timed after sweeps of 2, 4, ... 64 MiB (the
  * path's reduction curve): reductions scale their penalty by their own path's curve (roof_path_cold_fraction),
  * since the paths' reductions warm up differently (on the 2-vCPU VM lock's paid 24-29 % of its full penalty
- * after 8 MiB where fence's paid 38-52 %, docs/roofline-runs/2026-11-25-session19-lock-experiments.md). Device memory gets
- * no cold points: a solver's vectors then live in GPU memory and do not pass through the host caches. */
+ * after 8 MiB where fence's paid 38-52 %, docs/roofline-runs/2026-11-25-session19-lock-experiments.md). Device memory
+ * gets no cold points: a solver's vectors then live in GPU memory and do not pass through the host caches. */
 #include "tool.h"
 
 #include <math.h>

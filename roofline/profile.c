@@ -426,8 +426,8 @@ static int enter_optional(reader *r, const json_value *path, const char *key, co
 
 /* A curve's points, array @p key of {"bytes", "t"}: bytes > 0, increasing, and below @p below when that is
  * > 0 (a path's reduction curve ends below its full sweep, which `reduce` holds). */
-static int read_curve_points(reader *r, const json_value *o, const char *key, double below, double *bytes,
-                             double *t, int *n) {
+static int read_curve_points(reader *r, const json_value *o, const char *key, double below, double *bytes, double *t,
+                             int *n) {
   const json_value *a = get_array(r, o, key);
   if (!a)
     return -1;

@@ -582,7 +582,7 @@ START_TEST(accumulate_extra_in_predictions) {
   ck_assert_int_eq(roof_analyze(&adj, &p, 5, 0, 0, &a), 0);
   ck_assert_double_eq_tol(a.on[0].predicted, roof_time(f0, 1, 8) + 8e-6, 1e-18);
   ck_assert_double_eq_tol(a.on[0].predicted_warm, roof_time(f0, 1, 8) + 8e-6, 1e-18); /* not a cache effect */
-  ck_assert_double_eq_tol(a.on[1].predicted, roof_time(f1, 1, 8), 1e-18);            /* not measured there */
+  ck_assert_double_eq_tol(a.on[1].predicted, roof_time(f1, 1, 8), 1e-18);             /* not measured there */
   ck_assert_double_eq_tol(roof_add_extra(&adj, &p.paths[0]), 8e-6, 1e-18);
   /* its roof includes the extra, so a site running at the predicted time is on its roof */
   ck_assert_double_eq_tol(a.on[0].fitted_bw, 8 / (8 / roof_fitted_bw(f0, 1, 8) + 8e-6), 1e-6);
@@ -699,7 +699,8 @@ START_TEST(profile_round_trip_device_points) {
   char err[ROOF_ERR_MAX];
   make_profile(&p);
   strcpy(p.memory, "device");
-  p.paths[0].cold = (roof_cold){.has_reduce = 1, .reduce = {.warm = 1e-6, .cold = 3.5e-6, .penalty = 2.5e-6, .reps = 41}};
+  p.paths[0].cold =
+      (roof_cold){.has_reduce = 1, .reduce = {.warm = 1e-6, .cold = 3.5e-6, .penalty = 2.5e-6, .reps = 41}};
   p.paths[0].add = (roof_add_point){.has = 1, .insert = 10e-6, .add = 18e-6, .extra = 8e-6, .reps = 41};
   const char *file = scratch("profile-device.json"), *file2 = scratch("profile-device2.json");
   ck_assert_int_eq(roof_profile_write(&p, file, err, sizeof err), 0);
@@ -845,8 +846,8 @@ START_TEST(profile_rejects_bad_files) {
            "{\"bytes\": 2e6, \"t\": 3e-6}]}}]}",
            head, path, fit, red);
   expect_profile_error(buf, "paths[0].cold.reduce_curve: bytes must be > 0 and increase");
-  snprintf(buf, sizeof buf, "%s%s%s, \"cold\": {\"sweep_bytes\": 1e8, %s, \"reduce_curve\": {}}}]}", head, path,
-           fit, red);
+  snprintf(buf, sizeof buf, "%s%s%s, \"cold\": {\"sweep_bytes\": 1e8, %s, \"reduce_curve\": {}}}]}", head, path, fit,
+           red);
   expect_profile_error(buf, "paths[0].cold.reduce_curve");
   const char *cache_head = "{\"format\": \"rmaop-roofline-profile\", \"version\": 1, \"ranks\": 2, \"memory\": "
                            "\"host\", \"pattern\": \"p\", \"cache\": {\"llc_bytes\": 0, \"llc_source\": \"unknown\", "
