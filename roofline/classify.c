@@ -182,13 +182,13 @@ double roof_add_extra(const roof_site *s, const roof_path *p) {
 
 /* Model time of the site on one path. Reductions use the path's reduction fit when the probe made one:
  * an allreduce is not a neighbour epoch, and the plan model would miss its algorithm. A plan's RMAOP_ADD
- * calls (adjoints) also pay the path's accumulate extra. */
-static double predict(const roof_site *s, const roof_path *p) {
+ * calls (adjoints) also pay the path's accumulate extra, @p add (roof_add_extra; 0 for reductions). */
+static double predict(const roof_site *s, const roof_path *p, double add) {
   if (s->messages <= 0)
     return 0;
   if (strcmp(s->kind, "reduce") == 0 && p->has_rfit)
     return roof_reduce_time(&p->rfit, s->bytes_per_message);
-  return roof_time(&p->fit, s->messages, s->bytes_per_message) + roof_add_extra(s, p);
+  return roof_time(&p->fit, s->messages, s->bytes_per_message) + add;
 }
 
 /* The measured time is spent inside rmaop's calls (or, for old trace files, the begin..end span, which
@@ -258,9 +258,8 @@ int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, d
         footprint > 0 ? fmin(footprint, bytes_per_iter / a->calls_per_iter) : bytes_per_iter / a->calls_per_iter;
   for (int j = 0; j < prof->npaths; ++j) {
     const roof_path *p = &prof->paths[j];
-    double n = s->messages > 0 ? s->messages : 1, warm = predict(s, p), pen = roof_cold_penalty(p, s->kind),
-           add = roof_add_extra(s, p), /* in warm already (predict); on the roof below */
-        f = site_cold_fraction(prof, s, p, a->reuse_bytes);
+    const double n = s->messages > 0 ? s->messages : 1, add = roof_add_extra(s, p), warm = predict(s, p, add),
+                 pen = roof_cold_penalty(p, s->kind), f = site_cold_fraction(prof, s, p, a->reuse_bytes);
     a->on[j] = (roof_onpath){.path = p,
                              .pure_bw = roof_pure_bw(&p->fit, n, s->bytes_per_message),
                              .fitted_bw = roof_fitted_bw(&p->fit, n, s->bytes_per_message),

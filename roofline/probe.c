@@ -397,18 +397,27 @@ static int time_cold(roof_op op, void *arg, sweeper *sw, size_t bytes, int reps,
   return 0;
 }
 
+/* The cold medians of @p op after sweeps of @p first, twice that, ... up to @p last, below the full sweep, into
+ * bytes[] / t[] (*n points, at most ROOF_MAX_CURVE - 1: the full sweep's point may follow). Collective. */
+static int time_curve(roof_op op, void *arg, sweeper *sw, double first, double last, int reps, double *bytes, double *t,
+                      int *n) {
+  *n = 0;
+  for (double b = first; b <= last && b < (double)sw->bytes && *n < ROOF_MAX_CURVE - 1; b *= 2) {
+    roof_cold_point q;
+    if (time_cold(op, arg, sw, (size_t)b, reps, &q))
+      return -1;
+    bytes[*n] = b;
+    t[(*n)++] = q.cold;
+  }
+  return 0;
+}
+
 /* The 8-byte epoch after sweeps of 1 MiB, 2 MiB, ... below the full sweep, whose point @p full ends the
  * curve (roof_cold_fraction reads it). Collective. */
 static int measure_curve(epoch_state *e, sweeper *sw, int reps, const char *path, const roof_cold_point *full,
                          roof_cache *c) {
-  c->ncurve = 0;
-  for (double b = 1048576; b < (double)sw->bytes && c->ncurve < ROOF_MAX_CURVE - 1; b *= 2) {
-    roof_cold_point q;
-    if (time_cold(epoch_synced_run, e, sw, (size_t)b, reps, &q))
-      return -1;
-    c->curve_bytes[c->ncurve] = b;
-    c->curve_t[c->ncurve++] = q.cold;
-  }
+  if (time_curve(epoch_synced_run, e, sw, 1048576, (double)sw->bytes, reps, c->curve_bytes, c->curve_t, &c->ncurve))
+    return -1;
   c->curve_bytes[c->ncurve] = (double)sw->bytes;
   c->curve_t[c->ncurve++] = full->cold;
   c->curve_warm = full->warm;
@@ -422,16 +431,8 @@ static int measure_curve(epoch_state *e, sweeper *sw, int reps, const char *path
 #define ROOF_RCURVE_FIRST (2.0 * 1048576)
 #define ROOF_RCURVE_LAST (64.0 * 1048576)
 static int measure_reduce_curve(dot_state *d, sweeper *sw, int reps, roof_cold *c) {
-  c->nrcurve = 0;
-  for (double b = ROOF_RCURVE_FIRST; b <= ROOF_RCURVE_LAST && b < (double)sw->bytes && c->nrcurve < ROOF_MAX_CURVE - 1;
-       b *= 2) {
-    roof_cold_point q;
-    if (time_cold(dot_run, d, sw, (size_t)b, reps, &q))
-      return -1;
-    c->rcurve_bytes[c->nrcurve] = b;
-    c->rcurve_t[c->nrcurve++] = q.cold;
-  }
-  return 0;
+  return time_curve(dot_run, d, sw, ROOF_RCURVE_FIRST, ROOF_RCURVE_LAST, reps, c->rcurve_bytes, c->rcurve_t,
+                    &c->nrcurve);
 }
 
 /* ---- two operations in turns -------------------------------------------------------------------------- */

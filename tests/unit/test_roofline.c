@@ -640,6 +640,16 @@ END_TEST
 
 /* ---- files -------------------------------------------------------------------------------------------- */
 
+/* A profile read back (@p q, from @p file) writes @p file2 with the same text. */
+static void expect_rewrites_same(const roof_profile *q, const char *file, const char *file2) {
+  char err[ROOF_ERR_MAX];
+  ck_assert_msg(roof_profile_write(q, file2, err, sizeof err) == 0, "%s", err);
+  char *t1 = read_text(file), *t2 = read_text(file2);
+  ck_assert_str_eq(t1, t2);
+  free(t1);
+  free(t2);
+}
+
 START_TEST(profile_round_trip) {
   roof_profile p, q;
   char err[ROOF_ERR_MAX];
@@ -713,11 +723,7 @@ START_TEST(profile_round_trip_device_points) {
   ck_assert(rel(q.paths[0].add.extra, 8e-6) < 1e-8);
   ck_assert_int_eq(q.paths[0].add.reps, 41);
   ck_assert_int_eq(q.paths[1].add.has, 0);
-  ck_assert_int_eq(roof_profile_write(&q, file2, err, sizeof err), 0);
-  char *t1 = read_text(file), *t2 = read_text(file2);
-  ck_assert_str_eq(t1, t2);
-  free(t1);
-  free(t2);
+  expect_rewrites_same(&q, file, file2);
   /* a malformed accumulate member is refused with its name */
   roof_profile_free(&q);
   char *text = read_text(file), *at = strstr(text, "\"extra\": ");
@@ -770,12 +776,7 @@ START_TEST(profile_round_trip_cold) {
   ck_assert_double_eq_tol(roof_cold_penalty(&q.paths[0], "reduce"), 5e-6, 1e-15);
   ck_assert_double_eq_tol(roof_cold_penalty(&q.paths[1], "reduce"), 3e-6, 1e-15);
   /* and again: a profile read back writes the same cold term */
-  const char *file2 = scratch("profile-cold2.json");
-  ck_assert_int_eq(roof_profile_write(&q, file2, err, sizeof err), 0);
-  char *t1 = read_text(file), *t2 = read_text(file2);
-  ck_assert_str_eq(t1, t2);
-  free(t1);
-  free(t2);
+  expect_rewrites_same(&q, file, scratch("profile-cold2.json"));
   roof_profile_free(&p);
   roof_profile_free(&q);
 }
