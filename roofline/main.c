@@ -6,7 +6,8 @@
  *   mpiexec -n 2 rmaop-roofline run --problem deriv1d --n 65536 --niter 20 [--backends rma,twosided]
  *                                  [--profile profile.json] [--out report]
  *   rmaop-roofline run --trace my-trace.json [--niter K] [--profile profile.json] [--out report]
- *   rmaop-roofline check --report report.json[,...] --bench bench.json[,...] [--tolerance 0.25]
+ *   rmaop-roofline check --report report.json[,...] --bench bench.json[,...] [--again bench.json[,...]]
+ *                        [--tolerance 0.25]
  *
  * Uses only the public rmaop API; bad input is a message and a non-zero exit (2: usage, 1: failure). */
 #include "tool.h"
@@ -27,9 +28,11 @@ static void usage(void) {
            "                     [--profile FILE] [--out PREFIX] [--repeat R] [--no-save-traces]\n"
            "  rmaop-roofline run --trace FILE[,FILE...] [--trace ...] [--niter K] [--profile FILE] [--out PREFIX]\n"
            "      place every trace site on the message roofline; write PREFIX.json, PREFIX.csv, PREFIX.svg\n"
-           "  rmaop-roofline check --report FILE[,FILE...] --bench FILE[,FILE...] [--tolerance 0.25]\n"
+           "  rmaop-roofline check --report FILE[,FILE...] --bench FILE[,FILE...] [--again FILE[,FILE...]]\n"
+           "                       [--tolerance 0.25]\n"
            "      each path's predicted messaging per iteration (run reports) against rmaop-bench --trace-sync --json\n"
-           "      (several files: medians per path over them)\n"
+           "      (several files: medians per path over them, up to 64); --again: bench files measured a second\n"
+           "      time in the same rounds, compared with the first: how well the measurement reproduces here\n"
            "  rmaop-roofline refit [--profile FILE] [--out FILE]\n"
            "      fit a profile's raw medians again (same rules as probe) and rewrite it and its plot\n"
            "paths: rma.{fence,pscw,lock}.{shm,mpi} and twosided (host); rma.*.{ipc,mpi}, twosided, nccl (device)\n"
@@ -258,7 +261,7 @@ static int cmd_run(args *a) {
 /* ---- check -------------------------------------------------------------------------------------------- */
 
 static int cmd_check(args *a) {
-  const char *reports = NULL, *benches = NULL;
+  const char *reports = NULL, *benches = NULL, *again = NULL;
   double tol = 0.25;
   int st;
   while ((st = next_opt(a)) > 0) {
@@ -267,6 +270,9 @@ static int cmd_check(args *a) {
         return 2;
     } else if (!strcmp(a->name, "bench")) {
       if (!(benches = value(a)))
+        return 2;
+    } else if (!strcmp(a->name, "again")) {
+      if (!(again = value(a)))
         return 2;
     } else if (!strcmp(a->name, "tolerance")) {
       const char *v = value(a);
@@ -284,14 +290,22 @@ static int cmd_check(args *a) {
     return 2;
   if (!reports || !benches)
     return roof_msg("rmaop-roofline check: give --report FILE[,FILE...] and --bench FILE[,FILE...]\n"), 2;
-  char rb[4096], bb[4096], *rl[ROOF_CHECK_MAX_FILES + 1], *bl[ROOF_CHECK_MAX_FILES + 1], err[ROOF_ERR_MAX];
-  const int nr = roof_split(reports, rb, sizeof rb, rl, ROOF_CHECK_MAX_FILES + 1);
-  const int nb = roof_split(benches, bb, sizeof bb, bl, ROOF_CHECK_MAX_FILES + 1);
+  /* file lists of up to ROOF_CHECK_MAX_FILES + 1 names (one more tells a list that is too long) */
+  char *rl[ROOF_CHECK_MAX_FILES + 1], *bl[ROOF_CHECK_MAX_FILES + 1], *al[ROOF_CHECK_MAX_FILES + 1], err[ROOF_ERR_MAX];
+  const size_t lr = strlen(reports) + 1, lb = strlen(benches) + 1, la = again ? strlen(again) + 1 : 1;
+  char *rb = malloc(lr), *bb = malloc(lb), *ab = malloc(la);
   roof_check *c = malloc(sizeof *c);
-  if (!c)
-    return roof_msg("rmaop-roofline check: out of memory\n"), 1;
   int rc = 0;
-  if (roof_check_files((const char *const *)rl, nr, (const char *const *)bl, nb, tol, c, err, sizeof err)) {
+  if (!rb || !bb || !ab || !c) {
+    roof_msg("rmaop-roofline check: out of memory\n");
+    rc = 1;
+    goto out;
+  }
+  const int nr = roof_split(reports, rb, lr, rl, ROOF_CHECK_MAX_FILES + 1);
+  const int nb = roof_split(benches, bb, lb, bl, ROOF_CHECK_MAX_FILES + 1);
+  const int na = again ? roof_split(again, ab, la, al, ROOF_CHECK_MAX_FILES + 1) : 0;
+  if (roof_check_files((const char *const *)rl, nr, (const char *const *)bl, nb, tol, c, err, sizeof err) ||
+      (again && roof_check_again(c, (const char *const *)al, na, err, sizeof err))) {
     roof_msg("rmaop-roofline check: %s\n", err);
     rc = 1;
   } else {
@@ -300,6 +314,10 @@ static int cmd_check(args *a) {
     if (rank == 0)
       roof_check_print(stdout, c);
   }
+out:
+  free(rb);
+  free(bb);
+  free(ab);
   free(c);
   return rc;
 }

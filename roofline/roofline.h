@@ -266,8 +266,8 @@ typedef struct {
   char kind[16];            /* "plan", "reduce", "epoch" */
   char path[ROOF_NAME_MAX]; /* the path it ran on ("rma.lock.shm"), from backend/sync/transport */
   double calls, messages, bytes_per_message, time_total;
-  double calls_add;   /* of the calls, plans in RMAOP_ADD mode (0 also in trace files written before it existed) */
-  double time_inside; /* seconds inside rmaop's calls (0: unknown, older trace files); measured time when > 0 */
+  double calls_add;     /* of the calls, plans in RMAOP_ADD mode (0 also in trace files written before it existed) */
+  double time_inside;   /* seconds inside rmaop's calls (0: unknown, older trace files); measured time when > 0 */
   double inside_median; /* seconds, the median call's time inside (0: unknown); the measured per-call time when > 0 */
 } roof_site;
 
@@ -382,22 +382,26 @@ int roof_svg_probe(const char *file, const roof_profile *prof, char *err, size_t
 /* ---------------------------------------------------------------------------------------------------- */
 
 #define ROOF_CHECK_MAX_PATHS 32
-#define ROOF_CHECK_MAX_FILES 16
+#define ROOF_CHECK_MAX_FILES 64 /* rounds: the pooled medians of a noisy machine need a few dozen */
 
 typedef struct {
   char path[ROOF_NAME_MAX]; /* profile path name ("rma.lock.shm", "rma.lock.ipc.device") */
   double predicted_k[ROOF_CHECK_MAX_FILES], predicted_warm_k[ROOF_CHECK_MAX_FILES]; /* per report, s/iteration */
   double measured_k[ROOF_CHECK_MAX_FILES];                                          /* per bench file */
-  unsigned has_predicted, has_measured; /* bit k: report / bench file k has this path */
-  double predicted, predicted_warm, measured; /* medians over the files that have the path */
-  double error;                               /* predicted / measured - 1 */
+  double again_k[ROOF_CHECK_MAX_FILES];                                             /* per --again bench file */
+  uint64_t has_predicted, has_measured, has_again; /* bit k: report / bench file / --again file k has this path */
+  double predicted, predicted_warm, measured;      /* medians over the files that have the path */
+  double error;                                    /* predicted / measured - 1 */
   int compared, within;
+  double again, gap;                /* the --again files' median; gap = again / measured - 1 */
+  int again_compared, again_within; /* |gap| <= tolerance */
 } roof_check_row;
 
 typedef struct {
   roof_check_row rows[ROOF_CHECK_MAX_PATHS]; /* the bench files' paths, in their order */
   int nrows, nreports, nbenches, ncompared, nwithin;
   int round_compared[ROOF_CHECK_MAX_FILES], round_within[ROOF_CHECK_MAX_FILES]; /* report k against bench k */
+  int nagain, again_compared, again_within; /* the measurement against itself (roof_check_again) */
   double tolerance;
 } roof_check;
 
@@ -405,6 +409,11 @@ typedef struct {
  * Returns 0, or -1 with a message naming the file and the problem. */
 int roof_check_files(const char *const *reports, int nreports, const char *const *benches, int nbenches, double tol,
                      roof_check *c, char *err, size_t errlen);
+/* After roof_check_files: a second, independent set of bench files of the same paths (measured again in the
+ * same rounds), pooled alike and compared with the first at the same tolerance: how well the measurement
+ * agrees with itself on this machine, the floor under any model's agreement with it. Paths only in the
+ * second set are ignored. Returns 0, or -1 with a message naming the file and the problem. */
+int roof_check_again(roof_check *c, const char *const *benches, int nbenches, char *err, size_t errlen);
 void roof_check_print(FILE *f, const roof_check *c);
 
 /* Small helpers shared by the files. */

@@ -9,12 +9,18 @@
 # one minute move by up to 2x between busy and quiet phases, more than the 25 % being checked, and rounds that
 # alternate probe and bench let model and measurement see the same mix of phases.
 #
+# With AGAIN=1 (the default) the bench runs a second time right after the first in every round, and the
+# check compares the two (`--again`): how well the measurement reproduces on this machine, the floor under
+# any model's agreement with it. (2-vCPU VM, CGLS bdiag n = 1024: 5 of 7 paths within 25 % of themselves
+# over 12 rounds; docs/roofline-runs/2026-11-25-session20-reproducibility.md.)
+#
 #   scripts/roofline-check.sh [OUT_DIR]          (default: $BUILD_DIR/roofline-check)
-#   ROUNDS=5 PROBE_ARGS="--quick" NP=2 MEMORY=host scripts/roofline-check.sh
+#   ROUNDS=5 PROBE_ARGS="--quick" NP=2 MEMORY=host AGAIN=1 scripts/roofline-check.sh
 #   MEMORY=device BACKENDS=rma,twosided,nccl TRANSPORTS=ipc,mpi scripts/roofline-check.sh   (a GPU machine)
 #
 # Needs a build ($BUILD_DIR, default build/; scripts/test.sh or demo.sh makes one). Writes per round
-# profile-R.json, DERIV-R.json / BDIAG-R.json (reports), bench-PROBLEM-R.json and logs, then check-PROBLEM.txt.
+# profile-R.json, DERIV-R.json / BDIAG-R.json (reports), bench-PROBLEM-R.json (and again-PROBLEM-R.json) and
+# logs, then check-PROBLEM.txt.
 set -euo pipefail
 
 RMAOP_SCRIPT=roofline-check.sh
@@ -31,20 +37,22 @@ SYNCS="${SYNCS:-fence,pscw,lock}"
 TRANSPORTS="${TRANSPORTS:-shm,mpi}"
 NITER="${NITER:-20}"
 REPEAT="${REPEAT:-5}"
+AGAIN="${AGAIN:-1}"
 DERIV_N="${DERIV_N:-1048576}"
 BDIAG_N="${BDIAG_N:-1024}"
 out="${1:-$BUILD_DIR/roofline-check}"
 roofline="$BUILD_DIR/roofline/rmaop-roofline"
 bench="$BUILD_DIR/bench/rmaop-bench"
 [ -x "$roofline" ] && [ -x "$bench" ] || rmaop_die "$roofline or $bench was not built (run scripts/test.sh first)"
-[[ "$ROUNDS" =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 16 ] || rmaop_die "ROUNDS=$ROUNDS: expected 1..16"
+[[ "$ROUNDS" =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 64 ] || rmaop_die "ROUNDS=$ROUNDS: expected 1..64"
+[[ "$AGAIN" =~ ^[01]$ ]] || rmaop_die "AGAIN=$AGAIN: expected 0 or 1"
 mkdir -p "$out"
 mapfile -t mpi_flags < <(rmaop_mpiexec_flags)
 read -r -a probe_args <<<"$PROBE_ARGS"
 M=(mpiexec "${mpi_flags[@]}" -n "$NP")
 problems=("deriv1d $DERIV_N" "bdiag $BDIAG_N")
 
-rmaop_log "$ROUNDS rounds, $NP ranks, $MEMORY memory, probe ${PROBE_ARGS:-(full)}; files in $out"
+rmaop_log "$ROUNDS rounds, $NP ranks, $MEMORY memory, probe ${PROBE_ARGS:-(full)}, bench twice: $AGAIN; files in $out"
 for ((r = 1; r <= ROUNDS; ++r)); do
   rmaop_log "round $r/$ROUNDS: probe ($(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1-3 /proc/loadavg))"
   "${M[@]}" "$roofline" probe "${probe_args[@]}" --memory "$MEMORY" --out "$out/profile-$r.json" \
@@ -57,22 +65,29 @@ for ((r = 1; r <= ROUNDS; ++r)); do
     "${M[@]}" "$roofline" run "${common[@]}" --repeat 1 --no-save-traces --profile "$out/profile-$r.json" \
       --out "$out/$problem-$r" >"$out/run-$problem-$r.log" 2>&1 ||
       { cat "$out/run-$problem-$r.log" >&2; rmaop_die "rmaop-roofline run ($problem, round $r) failed"; }
-    "${M[@]}" "$bench" "${common[@]}" --repeat "$REPEAT" --trace-sync --json "$out/bench-$problem-$r.json" \
-      >"$out/bench-$problem-$r.log" 2>&1 ||
-      { cat "$out/bench-$problem-$r.log" >&2; rmaop_die "rmaop-bench ($problem, round $r) failed"; }
+    for kind in bench again; do
+      [ "$kind" = bench ] || [ "$AGAIN" = 1 ] || continue
+      "${M[@]}" "$bench" "${common[@]}" --repeat "$REPEAT" --trace-sync --json "$out/$kind-$problem-$r.json" \
+        >"$out/$kind-$problem-$r.log" 2>&1 ||
+        { cat "$out/$kind-$problem-$r.log" >&2; rmaop_die "rmaop-bench ($problem, round $r, $kind) failed"; }
+    done
   done
 done
 
 status=0
 for p in "${problems[@]}"; do
   read -r problem n <<<"$p"
-  reports="" benches=""
+  reports="" benches="" again=""
   for ((r = 1; r <= ROUNDS; ++r)); do
     reports+="${reports:+,}$out/$problem-$r.json"
     benches+="${benches:+,}$out/bench-$problem-$r.json"
+    again+="${again:+,}$out/again-$problem-$r.json"
   done
+  again_args=()
+  [ "$AGAIN" = 1 ] && again_args=(--again "$again")
   echo
   echo "=== $problem (n = $n, $NITER iterations, $NP ranks, $MEMORY memory)"
-  "$roofline" check --report "$reports" --bench "$benches" | tee "$out/check-$problem.txt" || status=1
+  "$roofline" check --report "$reports" --bench "$benches" "${again_args[@]}" | tee "$out/check-$problem.txt" ||
+    status=1
 done
 exit "$status"

@@ -75,7 +75,8 @@ _roof_bad_input(one_rank 1 "needs at least 2 ranks" probe --quick)
 
 # check: the model's predictions (the run's report) against a bench run with --trace-sync on two paths.
 # Whether they agree within 25 % is the machine's business (a shared CI VM's phases differ by 2x); the test
-# asks that every path the bench measured was compared and counted.
+# asks that every path the bench measured was compared and counted. --again with the same file: the
+# measurement against itself, gap 0 on both paths.
 if(TARGET rmaop-bench)
   add_test(NAME roofline.check.bench
            COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${_rmaop_flags} ${MPIEXEC_PREFLAGS}
@@ -84,14 +85,18 @@ if(TARGET rmaop-bench)
   set_tests_properties(roofline.check.bench PROPERTIES PROCESSORS 2 LABELS "mpi;roofline" TIMEOUT 120
                        ENVIRONMENT "${_roof_env}" FIXTURES_SETUP roofline_bench)
   add_test(NAME roofline.check
-           COMMAND ${_roof_mpiexec1} check --report ${_roof_dir}/report.json --bench ${_roof_dir}/bench.json)
+           COMMAND ${_roof_mpiexec1} check --report ${_roof_dir}/report.json --bench ${_roof_dir}/bench.json
+                   --again ${_roof_dir}/bench.json)
   set_tests_properties(roofline.check PROPERTIES PROCESSORS 1 LABELS "mpi;roofline" TIMEOUT 60
                        ENVIRONMENT "${_roof_env}" FIXTURES_REQUIRED "roofline_report;roofline_bench"
-                       PASS_REGULAR_EXPRESSION "twosided +[0-9.]+ +[0-9.]+ +[0-9.]+ +[-+][0-9]+%.*check: [0-2] of 2 paths within 25 %")
+                       PASS_REGULAR_EXPRESSION "twosided +[0-9.]+ +[0-9.]+ +[0-9.]+ +[-+][0-9]+% +[a-zA-Z]+ +[0-9.]+ +[+]0%.*measurement against itself: 2 of 2 paths within 25 %.*check: [0-2] of 2 paths within 25 %")
   _roof_bad_input(check_untraced 1 "run rmaop-bench with --trace-sync" check --report ${_roof_dir}/report.json
                   --bench ${_roof_dir}/bench-untraced.json)
   file(WRITE ${_roof_dir}/bench-untraced.json
        "{\"problem\": \"deriv1d\", \"memory\": \"host\", \"paths\": [{\"path\": \"twosided\", \"iterations\": 10}]}\n")
   set_tests_properties(roofline.bad.check_untraced PROPERTIES FIXTURES_REQUIRED roofline_report)
   _roof_bad_input(check_args 1 "give --report FILE" check --bench ${_roof_dir}/bench-untraced.json)
+  _roof_bad_input(check_again_untraced 1 "bench-untraced.json: no path has" check --report ${_roof_dir}/report.json
+                  --bench ${_roof_dir}/bench.json --again ${_roof_dir}/bench-untraced.json)
+  set_tests_properties(roofline.bad.check_again_untraced PROPERTIES FIXTURES_REQUIRED "roofline_report;roofline_bench")
 endif()

@@ -1317,6 +1317,69 @@ START_TEST(check_predictions_against_bench) {
 }
 END_TEST
 
+/* 41 rounds (more than the 32 bits of a file mask) pool by the median over all of them, and a second set of
+ * bench files (--again) is compared with the first: the measurement against itself. */
+START_TEST(check_many_rounds_and_again) {
+  enum { R = 41 };
+  static char names[3][R][1024];
+  const char *reports[R + 1], *benches[R + 1], *again[3];
+  for (int k = 0; k < R; ++k) {
+    snprintf(names[0][k], sizeof names[0][k], "%s/test_roofline_check-many-r%d.json", dir, k);
+    snprintf(names[1][k], sizeof names[1][k], "%s/test_roofline_check-many-b%d.json", dir, k);
+    reports[k] = names[0][k];
+    benches[k] = names[1][k];
+    /* rounds 0..19 measure lock at 9 us, rounds 20..40 at 30: the median of the 41 is 30 (21 of them) */
+    write_check_report(reports[k], 28, 6, 3);
+    write_check_bench(benches[k], "host", k < 20 ? 9 : 30, 5);
+  }
+  char err[ROOF_ERR_MAX];
+  roof_check *c = malloc(sizeof *c);
+  ck_assert_ptr_nonnull(c);
+  ck_assert_int_eq(roof_check_files(reports, R, benches, R, 0.25, c, err, sizeof err), 0);
+  ck_assert_double_eq_tol(c->rows[0].measured, 30e-6, 1e-15);
+  ck_assert_int_eq(c->rows[0].within, 1);   /* 28 against 30 */
+  ck_assert_int_eq(c->round_within[40], 2); /* lock 28 against 30, twosided 6 against 5 */
+  ck_assert_int_eq(c->round_within[0], 1);  /* lock 28 against 9: outside */
+  benches[R] = benches[0];
+  ck_assert_int_eq(roof_check_files(reports, R, benches, R + ROOF_CHECK_MAX_FILES - R + 1, 0.25, c, err, sizeof err),
+                   -1);
+  ck_assert_ptr_nonnull(strstr(err, "give 1..64"));
+  /* measured again: lock 24, 40, 38 -> 38 (+27 %: outside), twosided 5.5, 6, 4 -> 5.5 (+10 %: within); a path
+   * only in the second set (rma.lock.mpi has no time in the first) is not compared */
+  const double lock[3] = {24, 40, 38}, two[3] = {5.5, 6, 4};
+  for (int k = 0; k < 3; ++k) {
+    snprintf(names[2][k], sizeof names[2][k], "%s/test_roofline_check-again%d.json", dir, k);
+    write_check_bench(names[2][k], "host", lock[k], two[k]);
+    again[k] = names[2][k];
+  }
+  ck_assert_int_eq(roof_check_files(reports, R, benches, R, 0.25, c, err, sizeof err), 0);
+  ck_assert_int_eq(roof_check_again(c, again, 3, err, sizeof err), 0);
+  ck_assert_int_eq(c->nagain, 3);
+  ck_assert_double_eq_tol(c->rows[0].again, 38e-6, 1e-15);
+  ck_assert_double_eq_tol(c->rows[0].gap, 38.0 / 30 - 1, 1e-12);
+  ck_assert_int_eq(c->rows[0].again_within, 0);
+  ck_assert_double_eq_tol(c->rows[1].again, 5.5e-6, 1e-15);
+  ck_assert_int_eq(c->rows[1].again_within, 1);
+  ck_assert_int_eq(c->again_compared, 3); /* lock, twosided and rma.pscw.shm (5 against 5) */
+  ck_assert_int_eq(c->again_within, 2);
+  const char *tf = scratch("check-again.txt");
+  FILE *f = fopen(tf, "w");
+  roof_check_print(f, c);
+  fclose(f);
+  char *txt = read_text(tf);
+  ck_assert_ptr_nonnull(strstr(txt, "measurement against itself: 2 of 3 paths within 25 %"));
+  ck_assert_ptr_nonnull(strstr(txt, "     38.00     +27%"));
+  free(txt);
+  /* bad input: an --again file that is not a bench file, and an empty list */
+  write_text(names[2][1], "{\"runs\": []}");
+  ck_assert_int_eq(roof_check_again(c, again, 3, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, names[2][1]));
+  ck_assert_int_eq(roof_check_again(c, again, 0, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "--again"));
+  free(c);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("roofline");
   TCase *fit = tcase_create("fit");
@@ -1352,6 +1415,7 @@ static Suite *suite(void) {
   tcase_add_test(files, svg_plots_are_well_formed);
   tcase_add_test(files, reports_json_and_csv);
   tcase_add_test(files, check_predictions_against_bench);
+  tcase_add_test(files, check_many_rounds_and_again);
   suite_add_tcase(s, files);
   return s;
 }
