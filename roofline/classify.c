@@ -180,15 +180,23 @@ double roof_add_extra(const roof_site *s, const roof_path *p) {
   return p->add.extra * fmin(1, s->calls_add / s->calls);
 }
 
+double roof_synced_offset(const roof_profile *prof, const roof_path *p) {
+  if (!device_profile(prof) || !p->add.has || !(p->add.insert > 0))
+    return 0;
+  return p->add.insert - roof_time(&p->fit, 1, 8);
+}
+
 /* Model time of the site on one path. Reductions use the path's reduction fit when the probe made one:
  * an allreduce is not a neighbour epoch, and the plan model would miss its algorithm. A plan's RMAOP_ADD
- * calls (adjoints) also pay the path's accumulate extra, @p add (roof_add_extra; 0 for reductions). */
-static double predict(const roof_site *s, const roof_path *p, double add) {
+ * calls (adjoints) also pay the path's accumulate extra, @p add (roof_add_extra; 0 for reductions), and on a
+ * device profile its epochs the timing offset @p off (roof_synced_offset), never below half the fit. */
+static double predict(const roof_site *s, const roof_path *p, double add, double off) {
   if (s->messages <= 0)
     return 0;
   if (strcmp(s->kind, "reduce") == 0 && p->has_rfit)
     return roof_reduce_time(&p->rfit, s->bytes_per_message);
-  return roof_time(&p->fit, s->messages, s->bytes_per_message) + add;
+  const double t = roof_time(&p->fit, s->messages, s->bytes_per_message);
+  return fmax(0.5 * t, t + off) + add;
 }
 
 /* The measured time is spent inside rmaop's calls (or, for old trace files, the begin..end span, which
@@ -258,7 +266,8 @@ int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, d
         footprint > 0 ? fmin(footprint, bytes_per_iter / a->calls_per_iter) : bytes_per_iter / a->calls_per_iter;
   for (int j = 0; j < prof->npaths; ++j) {
     const roof_path *p = &prof->paths[j];
-    const double n = s->messages > 0 ? s->messages : 1, add = roof_add_extra(s, p), warm = predict(s, p, add),
+    const double n = s->messages > 0 ? s->messages : 1, add = roof_add_extra(s, p),
+                 off = strcmp(s->kind, "plan") == 0 ? roof_synced_offset(prof, p) : 0, warm = predict(s, p, add, off),
                  pen = roof_cold_penalty(p, s->kind), f = site_cold_fraction(prof, s, p, a->reuse_bytes);
     a->on[j] = (roof_onpath){.path = p,
                              .pure_bw = roof_pure_bw(&p->fit, n, s->bytes_per_message),
@@ -268,12 +277,19 @@ int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, d
                              .predicted_warm = warm,
                              .penalty = pen,
                              .cold_fraction = f};
-    /* A reduction's attainable rate is what the path's reduction fit allows, not one neighbour epoch's. */
-    if (strcmp(s->kind, "reduce") == 0 && p->has_rfit && a->on[j].predicted > 0)
+    /* The attainable rate is the predicted time's: a reduction's is what the path's reduction fit allows, not
+     * one neighbour epoch's; a cold epoch pays its penalty, an accumulating one its extra, a device one its
+     * timing offset, on top of t_sync. */
+    const int reduce_fit = strcmp(s->kind, "reduce") == 0 && p->has_rfit;
+    const double tsync = a->on[j].fitted_bw > 0 ? site_bytes(s) / a->on[j].fitted_bw : 0,
+                 shift = off != 0 && s->messages > 0
+                             ? warm - add - roof_time(&p->fit, s->messages, s->bytes_per_message)
+                             : 0,
+                 extra = f * pen + add + shift;
+    if (reduce_fit && a->on[j].predicted > 0)
       a->on[j].fitted_bw = site_bytes(s) / a->on[j].predicted;
-    else if ((f > 0 || add > 0) && a->on[j].fitted_bw > 0)
-      /* a cold epoch pays its penalty, an accumulating one its extra, on top of t_sync */
-      a->on[j].fitted_bw = site_bytes(s) / (site_bytes(s) / a->on[j].fitted_bw + f * pen + add);
+    else if ((f > 0 || add > 0 || off != 0) && tsync > 0 && tsync + extra > 0)
+      a->on[j].fitted_bw = site_bytes(s) / (tsync + extra);
   }
   a->home = find_path(prof, s->path);
   a->cold_fraction = a->home >= 0 ? a->on[a->home].cold_fraction : site_cold_fraction(prof, s, NULL, a->reuse_bytes);

@@ -14,7 +14,8 @@ static const char *const plan_time_note =
     "sites are measured by the time spent inside rmaop's calls (plan begin + end, reduction begin + wait) in "
     "solves traced with synchronized starts (RMAOP_TRACE_SYNCED: stream drained and ranks met in a barrier, "
     "untimed, before each begin and each end), so overlapped computation and waits for late peers are excluded, "
-    "and us/call is the median call (the mean counts preempted calls too): that is what the model predicts. \"in-solver comm\" is the untraced solver's own time inside rmaop's calls, waits "
+    "and us/call is the median call (the mean counts preempted calls too): that is what the model predicts. "
+    "\"in-solver comm\" is the untraced solver's own time inside rmaop's calls, waits "
     "included; the difference is imbalance and arrival skew, not messaging. Trace files without time_inside "
     "fall back to the begin..end span";
 
@@ -71,6 +72,11 @@ void roof_report_profile_table(FILE *f, const roof_profile *p) {
     if (q->add.has)
       fprintf(f, "%-16s accumulate: 8 B epoch insert %.2f us, add %.2f us (+%.2f per RMAOP_ADD call)\n", "",
               q->add.insert * US, q->add.add * US, q->add.extra * US);
+    if (roof_synced_offset(p, q) != 0)
+      fprintf(f,
+              "%-16s timed as solver sites (streams drained, untimed): 8 B epoch %.2f us against the fit's %.2f: "
+              "plans %+.2f us per epoch\n",
+              "", q->add.insert * US, roof_time(&q->fit, 1, 8) * US, roof_synced_offset(p, q) * US);
   }
   roof_report_cache(f, p);
 }
@@ -316,7 +322,7 @@ static void json_run(FILE *f, const roof_run *r, const roof_profile *prof) {
   fprintf(f, "\"iterations\": %d, ", r->iterations);
   json_kv_num(f, "time_total", r->time_total, 1);
   json_kv_num(f, "time_comm", r->time_comm, 1);
-  json_kv_num(f, "measured_comm_per_iter", roof_run_measured(r, 0), 1); /* median call inside x calls, per site */
+  json_kv_num(f, "measured_comm_per_iter", roof_run_measured(r, 0), 1);      /* median call inside x calls, per site */
   json_kv_num(f, "measured_comm_mean_per_iter", roof_run_measured(r, 1), 1); /* every call counted */
   json_kv_num(f, "incall_comm_per_iter", r->iterations > 0 ? r->time_comm / r->iterations : 0, 1);
   json_kv_num(f, "bytes_per_iter", r->bytes_per_iter, 1); /* streamed per rank: with the footprint, picks */
@@ -364,6 +370,7 @@ static void json_profile_summary(FILE *f, const roof_profile *prof) {
     json_kv_num(f, "cold_penalty_epoch", roof_cold_penalty(&prof->paths[j], "plan"), 1);
     json_kv_num(f, "cold_penalty_reduce", roof_cold_penalty(&prof->paths[j], "reduce"), 1);
     json_kv_num(f, "accumulate_extra", prof->paths[j].add.has ? prof->paths[j].add.extra : 0, 1);
+    json_kv_num(f, "synced_offset_epoch", roof_synced_offset(prof, &prof->paths[j]), 1);
     json_kv_str(f, "fit", fit->poor ? "poor" : "good", 0);
     fputs("}", f);
   }

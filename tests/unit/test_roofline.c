@@ -596,6 +596,55 @@ START_TEST(accumulate_extra_in_predictions) {
 }
 END_TEST
 
+/* Device memory: plan sites are shifted per epoch by the path's 8 B epoch timed as solver sites are (the
+ * accumulate point's insert) minus the fit's T(1, 8 B); host profiles, reductions and paths without the point
+ * are not; the shift never takes a prediction below half the fit. */
+START_TEST(device_synced_offset) {
+  roof_profile p;
+  make_profile(&p);
+  p.paths[0].add = (roof_add_point){.has = 1, .insert = 0, .add = 0, .extra = 0, .reps = 41};
+  const roof_fit *f0 = &p.paths[0].fit;
+  const double t18 = roof_time(f0, 1, 8);
+  p.paths[0].add.insert = t18 - 0.3 * t18; /* solver-style 30 % under the fit */
+  p.paths[0].add.add = p.paths[0].add.insert + 2e-6;
+  p.paths[0].add.extra = 2e-6;
+  roof_site halo = make_site("halo", "plan", 2, 1024, 5e-6, 10), adj = make_site("halo^H", "plan", 1, 8, 5e-6, 10);
+  roof_site dot = make_site("mdot", "reduce", 1, 40, 3e-6, 10);
+  adj.calls_add = 10;
+  roof_analysis a;
+  /* host profile: no shift */
+  ck_assert_double_eq(roof_synced_offset(&p, &p.paths[0]), 0);
+  ck_assert_int_eq(roof_analyze(&halo, &p, 5, 0, 0, &a), 0);
+  ck_assert_double_eq_tol(a.on[0].predicted, roof_time(f0, 2, 1024), 1e-18);
+  roof_analysis_free(&a);
+  strcpy(p.memory, "device");
+  for (int j = 0; j < p.npaths; ++j)
+    strcpy(p.paths[j].memory, "device");
+  ck_assert_double_eq_tol(roof_synced_offset(&p, &p.paths[0]), -0.3 * t18, 1e-18);
+  ck_assert_double_eq(roof_synced_offset(&p, &p.paths[1]), 0); /* no accumulate point there */
+  ck_assert_int_eq(roof_analyze(&halo, &p, 5, 0, 0, &a), 0);
+  ck_assert_double_eq_tol(a.on[0].predicted, roof_time(f0, 2, 1024) - 0.3 * t18, 1e-18);
+  ck_assert_double_eq_tol(a.on[0].fitted_bw, 2048 / (2048 / roof_fitted_bw(f0, 2, 1024) - 0.3 * t18), 1e-6);
+  ck_assert_double_eq_tol(a.on[1].predicted, roof_time(&p.paths[1].fit, 2, 1024), 1e-18);
+  roof_analysis_free(&a);
+  /* an 8 B adjoint epoch is predicted as the measured ADD epoch itself */
+  ck_assert_int_eq(roof_analyze(&adj, &p, 5, 0, 0, &a), 0);
+  ck_assert_double_eq_tol(a.on[0].predicted, p.paths[0].add.add, 1e-18);
+  roof_analysis_free(&a);
+  /* reductions are not epochs of the fit: no shift */
+  ck_assert_int_eq(roof_analyze(&dot, &p, 5, 0, 0, &a), 0);
+  ck_assert_double_eq_tol(a.on[0].predicted_warm, roof_reduce_time(&p.paths[0].rfit, 40), 1e-18);
+  roof_analysis_free(&a);
+  /* a shift that would take the site under half its fit stops there */
+  p.paths[0].add.insert = 1e-9;
+  roof_site small = make_site("halo", "plan", 1, 8, 5e-6, 10);
+  ck_assert_int_eq(roof_analyze(&small, &p, 5, 0, 0, &a), 0);
+  ck_assert_double_eq_tol(a.on[0].predicted, 0.5 * t18, 1e-18);
+  roof_analysis_free(&a);
+  roof_profile_free(&p);
+}
+END_TEST
+
 /* Device memory: no cache term; every reduction site is predicted as its path's measured reduction after a
  * device dot (24 B), carried to the site's size by the reduction fit's slope, whatever the solver streams
  * (above or below the fit); plans pay no cold penalty. */
@@ -1402,6 +1451,7 @@ static Suite *suite(void) {
   tcase_add_test(cls, cold_penalty_in_predictions);
   tcase_add_test(cls, accumulate_extra_in_predictions);
   tcase_add_test(cls, device_reduction_after_dot);
+  tcase_add_test(cls, device_synced_offset);
   suite_add_tcase(s, cls);
   TCase *files = tcase_create("files");
   tcase_add_test(files, profile_round_trip);
