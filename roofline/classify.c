@@ -187,16 +187,25 @@ double roof_synced_offset(const roof_profile *prof, const roof_path *p) {
 }
 
 /* Model time of the site on one path. Reductions use the path's reduction fit when the probe made one:
- * an allreduce is not a neighbour epoch, and the plan model would miss its algorithm. A plan's RMAOP_ADD
- * calls (adjoints) also pay the path's accumulate extra, @p add (roof_add_extra; 0 for reductions), and on a
- * device profile its epochs the timing offset @p off (roof_synced_offset), never below half the fit. */
-static double predict(const roof_site *s, const roof_path *p, double add, double off) {
+ * an allreduce is not a neighbour epoch, and the plan model would miss its algorithm. A plan pays @p extra on
+ * top of the fit (plan_extra: the accumulate extra of its RMAOP_ADD calls and a device profile's timing
+ * offset; 0 for reductions). */
+static double predict(const roof_site *s, const roof_path *p, double extra) {
   if (s->messages <= 0)
     return 0;
   if (strcmp(s->kind, "reduce") == 0 && p->has_rfit)
     return roof_reduce_time(&p->rfit, s->bytes_per_message);
+  return roof_time(&p->fit, s->messages, s->bytes_per_message) + extra;
+}
+
+/* What a plan site pays on path @p p besides the fit: @p add (roof_add_extra) plus, on a device profile, the
+ * timing offset (roof_synced_offset) per epoch, which never takes the fit below half of itself. */
+static double plan_extra(const roof_profile *prof, const roof_site *s, const roof_path *p, double add) {
+  const double off = roof_synced_offset(prof, p);
+  if (off == 0 || strcmp(s->kind, "plan") != 0 || s->messages <= 0)
+    return add;
   const double t = roof_time(&p->fit, s->messages, s->bytes_per_message);
-  return fmax(0.5 * t, t + off) + add;
+  return add + fmax(0.5 * t, t + off) - t;
 }
 
 /* The measured time is spent inside rmaop's calls (or, for old trace files, the begin..end span, which
@@ -266,9 +275,9 @@ int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, d
         footprint > 0 ? fmin(footprint, bytes_per_iter / a->calls_per_iter) : bytes_per_iter / a->calls_per_iter;
   for (int j = 0; j < prof->npaths; ++j) {
     const roof_path *p = &prof->paths[j];
-    const double n = s->messages > 0 ? s->messages : 1, add = roof_add_extra(s, p),
-                 off = strcmp(s->kind, "plan") == 0 ? roof_synced_offset(prof, p) : 0, warm = predict(s, p, add, off),
-                 pen = roof_cold_penalty(p, s->kind), f = site_cold_fraction(prof, s, p, a->reuse_bytes);
+    const double n = s->messages > 0 ? s->messages : 1, extra = plan_extra(prof, s, p, roof_add_extra(s, p)),
+                 warm = predict(s, p, extra), pen = roof_cold_penalty(p, s->kind),
+                 f = site_cold_fraction(prof, s, p, a->reuse_bytes);
     a->on[j] = (roof_onpath){.path = p,
                              .pure_bw = roof_pure_bw(&p->fit, n, s->bytes_per_message),
                              .fitted_bw = roof_fitted_bw(&p->fit, n, s->bytes_per_message),
@@ -277,19 +286,16 @@ int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, d
                              .predicted_warm = warm,
                              .penalty = pen,
                              .cold_fraction = f};
-    /* The attainable rate is the predicted time's: a reduction's is what the path's reduction fit allows, not
-     * one neighbour epoch's; a cold epoch pays its penalty, an accumulating one its extra, a device one its
-     * timing offset, on top of t_sync. */
-    const int reduce_fit = strcmp(s->kind, "reduce") == 0 && p->has_rfit;
-    const double tsync = a->on[j].fitted_bw > 0 ? site_bytes(s) / a->on[j].fitted_bw : 0,
-                 shift = off != 0 && s->messages > 0
-                             ? warm - add - roof_time(&p->fit, s->messages, s->bytes_per_message)
-                             : 0,
-                 extra = f * pen + add + shift;
-    if (reduce_fit && a->on[j].predicted > 0)
+    /* A reduction's attainable rate is what the path's reduction fit allows, not one neighbour epoch's. */
+    if (strcmp(s->kind, "reduce") == 0 && p->has_rfit && a->on[j].predicted > 0)
       a->on[j].fitted_bw = site_bytes(s) / a->on[j].predicted;
-    else if ((f > 0 || add > 0 || off != 0) && tsync > 0 && tsync + extra > 0)
-      a->on[j].fitted_bw = site_bytes(s) / (tsync + extra);
+    else if ((f > 0 || extra != 0) && a->on[j].fitted_bw > 0) {
+      /* a cold epoch pays its penalty, an accumulating one its extra, a device one its timing offset, on top
+       * of t_sync (the offset never takes the time below half the fit's) */
+      const double per_call = site_bytes(s) / a->on[j].fitted_bw + f * pen + extra;
+      if (per_call > 0)
+        a->on[j].fitted_bw = site_bytes(s) / per_call;
+    }
   }
   a->home = find_path(prof, s->path);
   a->cold_fraction = a->home >= 0 ? a->on[a->home].cold_fraction : site_cold_fraction(prof, s, NULL, a->reuse_bytes);

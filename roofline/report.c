@@ -72,11 +72,12 @@ void roof_report_profile_table(FILE *f, const roof_profile *p) {
     if (q->add.has)
       fprintf(f, "%-16s accumulate: 8 B epoch insert %.2f us, add %.2f us (+%.2f per RMAOP_ADD call)\n", "",
               q->add.insert * US, q->add.add * US, q->add.extra * US);
-    if (roof_synced_offset(p, q) != 0)
+    const double off = roof_synced_offset(p, q);
+    if (off != 0)
       fprintf(f,
               "%-16s timed as solver sites (streams drained, untimed): 8 B epoch %.2f us against the fit's %.2f: "
               "plans %+.2f us per epoch\n",
-              "", q->add.insert * US, roof_time(&q->fit, 1, 8) * US, roof_synced_offset(p, q) * US);
+              "", q->add.insert * US, roof_time(&q->fit, 1, 8) * US, off * US);
   }
   roof_report_cache(f, p);
 }

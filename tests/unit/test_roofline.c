@@ -1289,6 +1289,16 @@ static void write_check_bench(const char *file, const char *memory, double lock_
   write_text(file, text);
 }
 
+/* What roof_check_print writes for @p c, read back (free it). */
+static char *check_text(const roof_check *c, const char *name) {
+  const char *tf = scratch(name);
+  FILE *f = fopen(tf, "w");
+  ck_assert_ptr_nonnull(f);
+  roof_check_print(f, c);
+  fclose(f);
+  return read_text(tf);
+}
+
 START_TEST(check_predictions_against_bench) {
   const char *r1 = scratch("check-r1.json"), *r2 = scratch("check-r2.json"), *r3 = scratch("check-r3.json");
   const char *b1 = scratch("check-b1.json"), *b2 = scratch("check-b2.json"), *b3 = scratch("check-b3.json");
@@ -1327,11 +1337,7 @@ START_TEST(check_predictions_against_bench) {
   ck_assert_int_eq(c->round_within[0], 1); /* round 1: lock within, twosided +50 % */
   ck_assert_int_eq(c->round_within[1], 1); /* round 2: lock -33 %, twosided +20 % */
   ck_assert_int_eq(c->round_compared[2], 2);
-  const char *tf = scratch("check.txt");
-  FILE *f = fopen(tf, "w");
-  roof_check_print(f, c);
-  fclose(f);
-  char *txt = read_text(tf);
+  char *txt = check_text(c, "check.txt");
   ck_assert_ptr_nonnull(strstr(txt, "check: 2 of 2 paths within 25 %"));
   ck_assert_ptr_nonnull(strstr(txt, "rounds (each report against its own bench): 1/2 1/2 2/2"));
   ck_assert_ptr_nonnull(strstr(txt, "no prediction"));
@@ -1411,11 +1417,7 @@ START_TEST(check_many_rounds_and_again) {
   ck_assert_int_eq(c->rows[1].again_within, 1);
   ck_assert_int_eq(c->again_compared, 3); /* lock, twosided and rma.pscw.shm (5 against 5) */
   ck_assert_int_eq(c->again_within, 2);
-  const char *tf = scratch("check-again.txt");
-  FILE *f = fopen(tf, "w");
-  roof_check_print(f, c);
-  fclose(f);
-  char *txt = read_text(tf);
+  char *txt = check_text(c, "check-again.txt");
   ck_assert_ptr_nonnull(strstr(txt, "measurement against itself: 2 of 3 paths within 25 %"));
   ck_assert_ptr_nonnull(strstr(txt, "     38.00     +27%"));
   free(txt);
