@@ -303,14 +303,21 @@ static int time_op(roof_op op, void *arg, const roof_probe_options *o, double *m
  * low. In chunks of ROOF_SWEEP_CHUNK with a barrier after each, so the ranks sweep in step: a rank that
  * finished a long sweep early would wait in a barrier that, with more processes than cores, gives its CPU away
  * (Open MPI yields while it waits), and the cold epoch would then time the scheduler. A chunk takes about as
- * long as a solver computes between two calls (a millisecond or two). Collective. */
+ * long as a solver computes between two calls (a millisecond or two). With SIMD loads and stores, as gcc -O2
+ * compiles the solvers' own loops (vec.c, op_block.c, op_stencil.c): compiled one double at a time (until
+ * session 22) the same bytes left the reduction warmer on the 2-vCPU VM, twosided's dot after 8 MiB paying 0.19 of
+ * its full penalty against 0.32 after a SIMD sweep (medians of 20 interleaved pairs, the SIMD one higher in 17;
+ * docs/roofline-runs/2026-11-26-session22-host.md), and CGLS bdiag's reductions were predicted 20-50 % low there.
+ * Collective. */
 static void sweep(sweeper *sw, size_t bytes) {
   double *const v = sw->buf;
   bytes = bytes < sw->bytes ? bytes : sw->bytes;
   for (size_t c = 0; c < bytes; c += ROOF_SWEEP_CHUNK) {
-    const size_t end = (bytes - c < ROOF_SWEEP_CHUNK ? bytes : c + ROOF_SWEEP_CHUNK) / sizeof *v;
-    for (size_t i = c / sizeof *v; i < end; ++i)
-      v[i] = 0.5 * v[i] + 1.0;
+    double *const p = v + c / sizeof *v;
+    const size_t n = (bytes - c < ROOF_SWEEP_CHUNK ? bytes - c : ROOF_SWEEP_CHUNK) / sizeof *v;
+    for (size_t i = 0; i + 8 <= n; i += 8) /* 8 at a time (every size swept is a multiple of 64 B): SIMD */
+      for (size_t k = 0; k < 8; ++k)
+        p[i + k] = 0.5 * p[i + k] + 1.0;
     MPI_Barrier(MPI_COMM_WORLD);
   }
 }
@@ -350,7 +357,7 @@ static int sweeper_create(sweeper *sw, roof_cache *c) {
   if (phys > 0)
     want = fmin(want, phys / (4.0 * size));
 #endif
-  sw->bytes = (size_t)want;
+  sw->bytes = (size_t)want & ~(size_t)63; /* whole groups of 8 doubles, as sweep() streams them */
   sw->buf = calloc(1, sw->bytes); /* zeros: the sweep's arithmetic never meets NaNs or denormals */
   int bad = sw->buf == NULL, any = 0;
   MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
