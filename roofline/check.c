@@ -124,6 +124,10 @@ static int read_report(roof_check *c, const char *file, int k, char *err, size_t
         use = &runs->items[j];
     }
     double t, w;
+    if (use && number(json_get(use, "measured_comm_per_iter"), &t)) { /* the run's own measurement of the path */
+      r->run_k[k] = t;
+      r->has_run |= UINT64_C(1) << k;
+    }
     for (size_t j = 0; j < runs->count && !use; ++j)
       if (run_prediction(&runs->items[j], "predicted_comm_per_iter", r->path, &t))
         use = &runs->items[j];
@@ -191,6 +195,12 @@ int roof_check_files(const char *const *reports, int nreports, const char *const
     r->within = r->compared && fabs(r->error) <= tol;
     c->ncompared += r->compared;
     c->nwithin += r->within;
+    r->run = masked_median(r->run_k, r->has_run, nreports, &np);
+    r->run_compared = np > 0 && r->measured > 0;
+    r->run_gap = r->run_compared ? r->run / r->measured - 1.0 : 0.0;
+    r->run_within = r->run_compared && fabs(r->run_gap) <= tol;
+    c->run_compared += r->run_compared;
+    c->run_within += r->run_within;
     double e;
     for (int k = 0; k < nreports && nreports == nbenches; ++k)
       if (round_error(r, k, &e)) {
@@ -226,14 +236,20 @@ int roof_check_again(roof_check *c, const char *const *benches, int nbenches, ch
   return 0;
 }
 
-/* The --again columns of a row: the second measurement and its gap to the first. */
-static void print_again(FILE *f, const roof_check *c, const roof_check_row *r) {
-  if (c->nagain == 0)
+/* A measurement column and its gap to the bench's (again, run), or dashes. */
+static void print_gap(FILE *f, int shown, int compared, double t, double gap) {
+  if (!shown)
     return;
-  if (r->again_compared)
-    fprintf(f, "  %10.2f %+7.0f%%", r->again * 1e6, 100 * r->gap);
+  if (compared)
+    fprintf(f, "  %10.2f %+7.0f%%", t * 1e6, 100 * gap);
   else
     fprintf(f, "  %10s %8s", "-", "-");
+}
+
+/* The columns after the check: the --again files' measurement and the reports' own runs', each with its gap. */
+static void print_again(FILE *f, const roof_check *c, const roof_check_row *r) {
+  print_gap(f, c->nagain > 0, r->again_compared, r->again, r->gap);
+  print_gap(f, c->run_compared > 0, r->run_compared, r->run, r->run_gap);
 }
 
 void roof_check_print(FILE *f, const roof_check *c) {
@@ -244,10 +260,15 @@ void roof_check_print(FILE *f, const roof_check *c) {
     fprintf(f, "; medians over %d report(s) and %d bench file(s)", c->nreports, c->nbenches);
   if (c->nagain > 0)
     fprintf(f, "; measured again: medians over %d more bench file(s), gap = again / measured - 1", c->nagain);
-  const int w = c->nagain > 0 ? 7 : 0; /* the check column is padded only when columns follow it */
+  if (c->run_compared > 0)
+    fprintf(f, "; run: the reports' own measurement of the path (rmaop-roofline run, same rounds), gap = run / "
+               "measured - 1");
+  const int w = c->nagain > 0 || c->run_compared > 0 ? 7 : 0; /* padded only when columns follow it */
   fprintf(f, "\n%-22s %10s %10s %10s %8s  %-*s", "path", "model", "warm", "measured", "error", w, "check");
   if (c->nagain > 0)
     fprintf(f, "  %10s %8s", "again", "gap");
+  if (c->run_compared > 0)
+    fprintf(f, "  %10s %8s", "run", "gap");
   fputc('\n', f);
   for (int i = 0; i < c->nrows; ++i) {
     const roof_check_row *r = &c->rows[i];
@@ -284,5 +305,11 @@ void roof_check_print(FILE *f, const roof_check *c) {
             c->again_within < c->again_compared ? " (where it is not, this machine's noise is larger than the "
                                                   "tolerance: a miss there is not the model's alone)"
                                                 : "");
+  if (c->run_compared > 0)
+    fprintf(f, "the run's own measurement against the bench: %d of %d paths within %.0f %%%s\n", c->run_within,
+            c->run_compared, 100 * c->tolerance,
+            c->run_within < c->run_compared ? " (where the same sites, timed by rmaop-roofline run in the same rounds, "
+                                              "miss the bench, so can a model probed there)"
+                                            : "");
   fprintf(f, "check: %d of %d paths within %.0f %%\n", c->nwithin, c->ncompared, 100 * c->tolerance);
 }

@@ -395,12 +395,15 @@ typedef struct {
   double predicted_k[ROOF_CHECK_MAX_FILES], predicted_warm_k[ROOF_CHECK_MAX_FILES]; /* per report, s/iteration */
   double measured_k[ROOF_CHECK_MAX_FILES];                                          /* per bench file */
   double again_k[ROOF_CHECK_MAX_FILES];                                             /* per --again bench file */
-  uint64_t has_predicted, has_measured, has_again; /* bit k: report / bench file / --again file k has this path */
+  double run_k[ROOF_CHECK_MAX_FILES]; /* per report: its own run's measurement on this path (measured_comm_per_iter) */
+  uint64_t has_predicted, has_measured, has_again, has_run; /* bit k: file k (report, bench, --again) has the path */
   double predicted, predicted_warm, measured;      /* medians over the files that have the path */
   double error;                                    /* predicted / measured - 1 */
   int compared, within;
   double again, gap;                /* the --again files' median; gap = again / measured - 1 */
   int again_compared, again_within; /* |gap| <= tolerance */
+  double run, run_gap;              /* the reports' own runs' median measurement; run_gap = run / measured - 1 */
+  int run_compared, run_within;     /* |run_gap| <= tolerance */
 } roof_check_row;
 
 typedef struct {
@@ -408,6 +411,7 @@ typedef struct {
   int nrows, nreports, nbenches, ncompared, nwithin;
   int round_compared[ROOF_CHECK_MAX_FILES], round_within[ROOF_CHECK_MAX_FILES]; /* report k against bench k */
   int nagain, again_compared, again_within; /* the measurement against itself (roof_check_again) */
+  int run_compared, run_within;             /* the run's own measurement against the bench's */
   double tolerance;
 } roof_check;
 

@@ -12,7 +12,9 @@
 # With AGAIN=1 (the default) the bench runs a second time right after the first in every round, and the
 # check compares the two (`--again`): how well the measurement reproduces on this machine, the floor under
 # any model's agreement with it. (2-vCPU VM, CGLS bdiag n = 1024: 5 of 7 paths within 25 % of themselves
-# over 12 rounds; docs/roofline-runs/2026-11-25-session20-reproducibility.md.)
+# over 12 rounds; docs/roofline-runs/2026-11-25-session20-reproducibility.md.) The check also compares each
+# round's roofline run's own measurement of its path with the bench: the same solver a minute away, as far as
+# the probe stands from the bench (session 23).
 #
 #   scripts/roofline-check.sh [OUT_DIR]          (default: $BUILD_DIR/roofline-check)
 #   ROUNDS=5 PROBE_ARGS="--quick" NP=2 MEMORY=host AGAIN=1 scripts/roofline-check.sh

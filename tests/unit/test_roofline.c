@@ -1268,7 +1268,8 @@ static void write_check_report(const char *file, double lock_us, double two_us_h
   char text[2048];
   snprintf(text, sizeof text,
            "{\"runs\": [\n"
-           " {\"solver\": \"cgls\", \"path\": \"rma.lock.shm\", \"predicted_comm_per_iter\": {\"rma.lock.shm\": %g, "
+           " {\"solver\": \"cgls\", \"path\": \"rma.lock.shm\", \"measured_comm_per_iter\": 9.5e-6, "
+           "\"predicted_comm_per_iter\": {\"rma.lock.shm\": %g, "
            "\"twosided\": %g, \"rma.fence.shm\": 9e-6}, \"predicted_comm_per_iter_warm\": {\"rma.lock.shm\": %g, "
            "\"twosided\": 1e-6, \"rma.fence.shm\": 4e-6}},\n"
            " {\"solver\": \"cgls\", \"path\": \"twosided\", \"predicted_comm_per_iter\": {\"rma.lock.shm\": 1, "
@@ -1323,6 +1324,13 @@ START_TEST(check_predictions_against_bench) {
   ck_assert_int_eq(c->rows[2].compared, 0);
   ck_assert_int_eq(c->ncompared, 2);
   ck_assert_int_eq(c->nwithin, 1);
+  /* the run's own measurement of its path (lock's run measured 9.5 us: +6 % against the bench's 9); the
+   * twosided run recorded none, and the lock run's is not twosided's */
+  ck_assert_double_eq_tol(c->rows[0].run, 9.5e-6, 1e-15);
+  ck_assert_double_eq_tol(c->rows[0].run_gap, 9.5 / 9 - 1, 1e-12);
+  ck_assert_int_eq(c->rows[0].run_within, 1);
+  ck_assert_int_eq(c->rows[1].run_compared, 0);
+  ck_assert_int_eq(c->run_compared, 1);
   /* three rounds pool by the median: lock predictions 10, 20, 12 -> 12; measurements 9, 30, 11 -> 11 */
   write_check_report(r2, 20, 6, 3);
   write_check_bench(b2, "host", 30, 5);
@@ -1341,6 +1349,7 @@ START_TEST(check_predictions_against_bench) {
   ck_assert_ptr_nonnull(strstr(txt, "check: 2 of 2 paths within 25 %"));
   ck_assert_ptr_nonnull(strstr(txt, "rounds (each report against its own bench): 1/2 1/2 2/2"));
   ck_assert_ptr_nonnull(strstr(txt, "no prediction"));
+  ck_assert_ptr_nonnull(strstr(txt, "the run's own measurement against the bench: 1 of 1 paths within 25 %\n"));
   free(txt);
   /* device benches name paths without the memory suffix that profiles carry */
   write_text(r1, "{\"runs\": [{\"path\": \"rma.lock.ipc.device\", \"predicted_comm_per_iter\": "
@@ -1420,6 +1429,9 @@ START_TEST(check_many_rounds_and_again) {
   char *txt = check_text(c, "check-again.txt");
   ck_assert_ptr_nonnull(strstr(txt, "measurement against itself: 2 of 3 paths within 25 %"));
   ck_assert_ptr_nonnull(strstr(txt, "     38.00     +27%"));
+  /* the lock run's own 9.5 us against the bench's 30: the measurement itself misses by more than the model */
+  ck_assert_ptr_nonnull(strstr(txt, "       9.50     -68%"));
+  ck_assert_ptr_nonnull(strstr(txt, "the run's own measurement against the bench: 0 of 1 paths within 25 % (where the same"));
   free(txt);
   /* bad input: an --again file that is not a bench file, and an empty list */
   write_text(names[2][1], "{\"runs\": []}");
