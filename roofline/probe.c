@@ -57,9 +57,18 @@ typedef struct {
 
 static reduce_state reduce_buf; /* 128 KiB of buffers: not on the stack */
 
-/* The scratch buffer written before every cold repetition. */
+/* The scratch written before every cold repetition: host vectors of a context of its own, swept by the
+ * library's own vector update (sweep()). */
+#define ROOF_SWEEP_MAX_CHUNKS 16 /* ROOF_SWEEP_CAP / ROOF_SWEEP_CHUNK */
+#define ROOF_SWEEP_MAX_PARTS 8   /* the powers of two from 1 MiB below a chunk */
 typedef struct {
-  double *buf; /* every element read and written by each sweep */
+  rmaop_ctx ctx;
+  rmaop_vec chunk[ROOF_SWEEP_MAX_CHUNKS]; /* the full sweep: ROOF_SWEEP_CHUNK each, the last the remainder */
+  int nchunk;
+  rmaop_vec part[ROOF_SWEEP_MAX_PARTS]; /* the smaller sweeps: 1 MiB, 2 MiB, ... below a chunk and the full size */
+  size_t part_bytes[ROOF_SWEEP_MAX_PARTS];
+  int npart;
+  unsigned char parity[ROOF_SWEEP_MAX_CHUNKS + ROOF_SWEEP_MAX_PARTS]; /* scale by 0.5, then 2: values stay 1 or 0.5 */
   size_t bytes;
 } sweeper;
 
@@ -295,30 +304,39 @@ static int time_op(roof_op op, void *arg, const roof_probe_options *o, double *m
 #define ROOF_SWEEP_DEFAULT (64.0 * 1024 * 1024)
 #define ROOF_SWEEP_CHUNK ((size_t)16 << 20)
 
-/* Streams the first @p bytes as a solver's vector update does (v = 0.5 v + 1: every element read and
- * written), so the caches then hold the scratch and whatever the communication touched before must come back
- * from DRAM. Not one store per cache line (until session 17): on the 2-vCPU VM an MPI_Allreduce after such a
- * sweep of 4-8 MiB per rank took 1.2-2 us where after reading every double of the same bytes it took 2.6-5.2
- * us (20.4 us after 256 MiB either way), and bdiag's mdot, one 8 MiB matrix pass apart, was predicted 25-60 %
- * low. In chunks of ROOF_SWEEP_CHUNK with a barrier after each, so the ranks sweep in step: a rank that
- * finished a long sweep early would wait in a barrier that, with more processes than cores, gives its CPU away
- * (Open MPI yields while it waits), and the cold epoch would then time the scheduler. A chunk takes about as
- * long as a solver computes between two calls (a millisecond or two). With SIMD loads and stores, as gcc -O2
- * compiles the solvers' own loops (vec.c, op_block.c, op_stencil.c): compiled one double at a time (until
- * session 22) the same bytes left the reduction warmer on the 2-vCPU VM, twosided's dot after 8 MiB paying 0.19 of
- * its full penalty against 0.32 after a SIMD sweep (medians of 20 interleaved pairs, the SIMD one higher in 17;
- * docs/roofline-runs/2026-11-26-session22-host.md), and CGLS bdiag's reductions were predicted 20-50 % low there.
- * Collective. */
+/* Streams @p bytes (the full sweep, or one of the smaller sizes: a power of two from 1 MiB) as a solver's vector
+ * update does: rmaop_vec_scale, the library's own loop as this build compiled it, reads and writes every
+ * element, so the caches then hold the scratch and whatever the communication touched before must come back
+ * from DRAM. Every sweep of a size touches the same bytes. Not one store per cache line (until session 17): on the
+ * 2-vCPU VM an MPI_Allreduce after such a sweep of 4-8 MiB per rank took 1.2-2 us where after reading every
+ * double of the same bytes it took 2.6-5.2 us (20.4 us after 256 MiB either way), and bdiag's mdot, one 8 MiB
+ * matrix pass apart, was predicted 25-60 % low. Not a loop of the probe's own (until session 23): whether a loop
+ * of the same bytes is compiled scalar or SIMD depends on the optimization level and the loop's form (at -O2
+ * gcc 12 compiles the library's real loops scalar, a loop with a constant trip count SIMD), and session 22
+ * changed the probe's loop on the mistaken belief that the solvers' loops were SIMD; in one process in turns,
+ * the probe's old scalar loop, its SIMD loop, another scalar loop and rmaop_vec_scale left twosided's dot after
+ * 8 MiB at 0.24, 0.22, 0.22 and 0.25 of its full penalty (12 blocks, docs/roofline-runs/2026-11-26-session23-host.md).
+ * In chunks of ROOF_SWEEP_CHUNK with a barrier after each, so the ranks sweep in step: a rank that finished a
+ * long sweep early would wait in a barrier that, with more processes than cores, gives its CPU away (Open MPI
+ * yields while it waits), and the cold epoch would then time the scheduler. A chunk takes about as long as a
+ * solver computes between two calls (a millisecond or two). Collective. */
+static void scale_one(sweeper *sw, rmaop_vec v, int k) {
+  (void)rmaop_vec_scale(v, sw->parity[k] ? 2.0 : 0.5); /* a host vector of this context: cannot fail */
+  sw->parity[k] ^= 1;
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 static void sweep(sweeper *sw, size_t bytes) {
-  double *const v = sw->buf;
-  bytes = bytes < sw->bytes ? bytes : sw->bytes;
-  for (size_t c = 0; c < bytes; c += ROOF_SWEEP_CHUNK) {
-    double *const p = v + c / sizeof *v;
-    const size_t n = (bytes - c < ROOF_SWEEP_CHUNK ? bytes - c : ROOF_SWEEP_CHUNK) / sizeof *v;
-    for (size_t i = 0; i + 8 <= n; i += 8) /* 8 at a time (every size swept is a multiple of 64 B): SIMD */
-      for (size_t k = 0; k < 8; ++k)
-        p[i + k] = 0.5 * p[i + k] + 1.0;
-    MPI_Barrier(MPI_COMM_WORLD);
+  if (bytes < sw->bytes)
+    for (int i = 0; i < sw->npart; ++i)
+      if (sw->part_bytes[i] == bytes) {
+        scale_one(sw, sw->part[i], ROOF_SWEEP_MAX_CHUNKS + i);
+        return;
+      }
+  size_t done = 0; /* the full sweep, or a multiple of the chunk (the curves' sizes from ROOF_SWEEP_CHUNK up) */
+  for (int c = 0; c < sw->nchunk && done < bytes; ++c) {
+    scale_one(sw, sw->chunk[c], c);
+    done += c + 1 < sw->nchunk ? ROOF_SWEEP_CHUNK : sw->bytes - (size_t)c * ROOF_SWEEP_CHUNK;
   }
 }
 
@@ -343,9 +361,32 @@ static double llc_size(char *source, size_t len) {
   return 0;
 }
 
+/* A host vector of @p bytes on the sweeper's context, every element 1 (its pages touched). */
+static rmaop_status sweep_vec(sweeper *sw, size_t bytes, rmaop_vec *v) {
+  rmaop_layout l = NULL;
+  rmaop_status st = rmaop_layout_create_local(sw->ctx, (int64_t)(bytes / sizeof(double)), &l);
+  if (st == RMAOP_OK)
+    st = rmaop_vec_create(l, RMAOP_F64, v);
+  if (st == RMAOP_OK)
+    st = rmaop_vec_set(*v, 1.0);
+  rmaop_layout_destroy(&l);
+  return st;
+}
+
+static void sweeper_free(sweeper *sw) {
+  for (int i = 0; i < sw->nchunk; ++i)
+    rmaop_vec_destroy(&sw->chunk[i]);
+  for (int i = 0; i < sw->npart; ++i)
+    rmaop_vec_destroy(&sw->part[i]);
+  if (sw->ctx)
+    rmaop_ctx_destroy(&sw->ctx);
+  sw->nchunk = sw->npart = 0;
+}
+
 /* 4x the LLC, at most 256 MiB (64 MiB when the LLC is unknown), and at most a quarter of physical memory
- * shared by the ranks. Every rank allocates and touches it once (page faults are not part of the timing);
- * the ranks agree, so a rank that could not allocate turns the cold points off everywhere. Collective. */
+ * shared by the ranks, in a host context of its own (twosided: it only holds vectors). Every rank allocates
+ * and touches it once (page faults are not part of the timing); the ranks agree, so a rank that could not
+ * allocate turns the cold points off everywhere. Collective. */
 static int sweeper_create(sweeper *sw, roof_cache *c) {
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -357,13 +398,22 @@ static int sweeper_create(sweeper *sw, roof_cache *c) {
   if (phys > 0)
     want = fmin(want, phys / (4.0 * size));
 #endif
-  sw->bytes = (size_t)want & ~(size_t)63; /* whole groups of 8 doubles, as sweep() streams them */
-  sw->buf = calloc(1, sw->bytes); /* zeros: the sweep's arithmetic never meets NaNs or denormals */
-  int bad = sw->buf == NULL, any = 0;
+  sw->bytes = (size_t)want & ~(size_t)63;
+  rmaop_status st = roof_path_ctx("twosided", "", "", "host", &sw->ctx); /* collective */
+  for (size_t b = 0; st == RMAOP_OK && b < sw->bytes; b += ROOF_SWEEP_CHUNK) {
+    const size_t n = sw->bytes - b < ROOF_SWEEP_CHUNK ? sw->bytes - b : ROOF_SWEEP_CHUNK;
+    st = sweep_vec(sw, n, &sw->chunk[sw->nchunk]);
+    sw->nchunk += st == RMAOP_OK;
+  }
+  for (size_t b = 1048576; st == RMAOP_OK && b < ROOF_SWEEP_CHUNK && b < sw->bytes; b *= 2) {
+    st = sweep_vec(sw, b, &sw->part[sw->npart]);
+    sw->part_bytes[sw->npart] = b;
+    sw->npart += st == RMAOP_OK;
+  }
+  int bad = st != RMAOP_OK, any = 0;
   MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (any) {
-    free(sw->buf);
-    sw->buf = NULL;
+    sweeper_free(sw);
     return -1;
   }
   sweep(sw, sw->bytes);
@@ -743,7 +793,7 @@ static int probe_path(const char *name, const grid *g, const roof_probe_options 
     roof_msg("%sprobe %s: skipped: %s\n", pr.tty ? "\n" : "", name, rmaop_ctx_last_error(ctx));
   else
     progress_show(&pr, 1);
-  if (!bad && sw->buf)
+  if (!bad && sw->nchunk > 0)
     probe_cold(ctx, o, sw, p, cache);
   if (!bad && strcmp(o->memory, "device") == 0)
     probe_after_dot(ctx, p);
@@ -836,7 +886,7 @@ int roof_probe(const roof_probe_options *o) {
     else
       free(p->points), free(p->rpoints);
   }
-  free((void *)sw.buf);
+  sweeper_free(&sw);
   int rc = 0;
   if (rank == 0 && prof.npaths == 0)
     rc = (fprintf(stderr, "rmaop-roofline probe: no path could be probed\n"), 1);
