@@ -234,18 +234,24 @@ static rmaop_status dot_run(void *arg, double *own) {
   return synced_inside(((dot_state *)arg)->ctx, "reduce", dot_call, arg, own);
 }
 
+/* A vector of @p n local doubles on @p ctx, every element 1 (its pages touched). Local. */
+static rmaop_status ones_vec(rmaop_ctx ctx, int64_t n, rmaop_vec *v) {
+  rmaop_layout l = NULL;
+  rmaop_status st = rmaop_layout_create_local(ctx, n, &l);
+  if (st == RMAOP_OK)
+    st = rmaop_vec_create(l, RMAOP_F64, v);
+  if (st == RMAOP_OK)
+    st = rmaop_vec_set(*v, 1.0);
+  rmaop_layout_destroy(&l);
+  return st;
+}
+
 /* Creates the dot's one-element vector. Collective: vector creation is local, so the ranks agree, or a rank
  * that failed would leave the others in a timing loop. Returns 0 when every rank has its vector. */
 static int dot_setup(rmaop_ctx ctx, dot_state *d) {
-  rmaop_layout l = NULL;
   d->ctx = ctx;
   d->x = NULL;
-  rmaop_status st = rmaop_layout_create_local(ctx, 1, &l);
-  if (st == RMAOP_OK)
-    st = rmaop_vec_create(l, RMAOP_F64, &d->x);
-  if (st == RMAOP_OK)
-    st = rmaop_vec_set(d->x, 1.0);
-  rmaop_layout_destroy(&l);
+  rmaop_status st = ones_vec(ctx, 1, &d->x);
   int mine = st != RMAOP_OK, any = 0;
   MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   return any ? -1 : 0;
@@ -315,7 +321,9 @@ static int time_op(roof_op op, void *arg, const roof_probe_options *o, double *m
  * gcc 12 compiles the library's real loops scalar, a loop with a constant trip count SIMD), and session 22
  * changed the probe's loop on the mistaken belief that the solvers' loops were SIMD; in one process in turns,
  * the probe's old scalar loop, its SIMD loop, another scalar loop and rmaop_vec_scale left twosided's dot after
- * 8 MiB at 0.24, 0.22, 0.22 and 0.25 of its full penalty (12 blocks, docs/roofline-runs/2026-11-26-session23-host.md).
+ * 8 MiB at 0.24, 0.22, 0.22 and 0.25 of its full penalty (12 blocks); what moved it there was the time a sweep
+ * takes (a SIMD sweep padded to a scalar one's duration read like it; 1.6 ms of spinning alone read 0.20:
+ * docs/roofline-runs/2026-11-26-session23-host.md), and the library's loop takes per byte what the solvers' take.
  * In chunks of ROOF_SWEEP_CHUNK with a barrier after each, so the ranks sweep in step: a rank that finished a
  * long sweep early would wait in a barrier that, with more processes than cores, gives its CPU away (Open MPI
  * yields while it waits), and the cold epoch would then time the scheduler. A chunk takes about as long as a
@@ -361,18 +369,6 @@ static double llc_size(char *source, size_t len) {
   return 0;
 }
 
-/* A host vector of @p bytes on the sweeper's context, every element 1 (its pages touched). */
-static rmaop_status sweep_vec(sweeper *sw, size_t bytes, rmaop_vec *v) {
-  rmaop_layout l = NULL;
-  rmaop_status st = rmaop_layout_create_local(sw->ctx, (int64_t)(bytes / sizeof(double)), &l);
-  if (st == RMAOP_OK)
-    st = rmaop_vec_create(l, RMAOP_F64, v);
-  if (st == RMAOP_OK)
-    st = rmaop_vec_set(*v, 1.0);
-  rmaop_layout_destroy(&l);
-  return st;
-}
-
 static void sweeper_free(sweeper *sw) {
   for (int i = 0; i < sw->nchunk; ++i)
     rmaop_vec_destroy(&sw->chunk[i]);
@@ -402,11 +398,11 @@ static int sweeper_create(sweeper *sw, roof_cache *c) {
   rmaop_status st = roof_path_ctx("twosided", "", "", "host", &sw->ctx); /* collective */
   for (size_t b = 0; st == RMAOP_OK && b < sw->bytes; b += ROOF_SWEEP_CHUNK) {
     const size_t n = sw->bytes - b < ROOF_SWEEP_CHUNK ? sw->bytes - b : ROOF_SWEEP_CHUNK;
-    st = sweep_vec(sw, n, &sw->chunk[sw->nchunk]);
+    st = ones_vec(sw->ctx, (int64_t)(n / sizeof(double)), &sw->chunk[sw->nchunk]);
     sw->nchunk += st == RMAOP_OK;
   }
   for (size_t b = 1048576; st == RMAOP_OK && b < ROOF_SWEEP_CHUNK && b < sw->bytes; b *= 2) {
-    st = sweep_vec(sw, b, &sw->part[sw->npart]);
+    st = ones_vec(sw->ctx, (int64_t)(b / sizeof(double)), &sw->part[sw->npart]);
     sw->part_bytes[sw->npart] = b;
     sw->npart += st == RMAOP_OK;
   }
