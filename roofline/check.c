@@ -247,7 +247,7 @@ static void print_gap(FILE *f, int shown, int compared, double t, double gap) {
 }
 
 /* The columns after the check: the --again files' measurement and the reports' own runs', each with its gap. */
-static void print_again(FILE *f, const roof_check *c, const roof_check_row *r) {
+static void print_gaps(FILE *f, const roof_check *c, const roof_check_row *r) {
   print_gap(f, c->nagain > 0, r->again_compared, r->again, r->gap);
   print_gap(f, c->run_compared > 0, r->run_compared, r->run, r->run_gap);
 }
@@ -274,13 +274,13 @@ void roof_check_print(FILE *f, const roof_check *c) {
     const roof_check_row *r = &c->rows[i];
     if (!r->compared) {
       fprintf(f, "%-22s %10s %10s %10.2f %8s  %-*s", r->path, "-", "-", r->measured * US, "-", w, "-");
-      print_again(f, c, r);
+      print_gaps(f, c, r);
       fprintf(f, "  no prediction (the profile has no such path)\n");
       continue;
     }
     fprintf(f, "%-22s %10.2f %10.2f %10.2f %+7.0f%%  %-*s", r->path, r->predicted * US, r->predicted_warm * US,
             r->measured * US, 100 * r->error, w, r->within ? "within" : "OUTSIDE");
-    print_again(f, c, r);
+    print_gaps(f, c, r);
     fputc('\n', f);
     if (paired) {
       fprintf(f, "%-22s", "  per round");

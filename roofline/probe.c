@@ -68,7 +68,6 @@ typedef struct {
   rmaop_vec part[ROOF_SWEEP_MAX_PARTS]; /* the smaller sweeps: 1 MiB, 2 MiB, ... below a chunk and the full size */
   size_t part_bytes[ROOF_SWEEP_MAX_PARTS];
   int npart;
-  unsigned char parity[ROOF_SWEEP_MAX_CHUNKS + ROOF_SWEEP_MAX_PARTS]; /* scale by 0.5, then 2: values stay 1 or 0.5 */
   size_t bytes;
 } sweeper;
 
@@ -328,9 +327,8 @@ static int time_op(roof_op op, void *arg, const roof_probe_options *o, double *m
  * long sweep early would wait in a barrier that, with more processes than cores, gives its CPU away (Open MPI
  * yields while it waits), and the cold epoch would then time the scheduler. A chunk takes about as long as a
  * solver computes between two calls (a millisecond or two). Collective. */
-static void scale_one(sweeper *sw, rmaop_vec v, int k) {
-  (void)rmaop_vec_scale(v, sw->parity[k] ? 2.0 : 0.5); /* a host vector of this context: cannot fail */
-  sw->parity[k] ^= 1;
+static void scale_one(rmaop_vec v) {
+  (void)rmaop_vec_scale(v, -1.0); /* a host vector of this context: cannot fail; the values stay +-1 */
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -338,14 +336,12 @@ static void sweep(sweeper *sw, size_t bytes) {
   if (bytes < sw->bytes)
     for (int i = 0; i < sw->npart; ++i)
       if (sw->part_bytes[i] == bytes) {
-        scale_one(sw, sw->part[i], ROOF_SWEEP_MAX_CHUNKS + i);
+        scale_one(sw->part[i]);
         return;
       }
-  size_t done = 0; /* the full sweep, or a multiple of the chunk (the curves' sizes from ROOF_SWEEP_CHUNK up) */
-  for (int c = 0; c < sw->nchunk && done < bytes; ++c) {
-    scale_one(sw, sw->chunk[c], c);
-    done += c + 1 < sw->nchunk ? ROOF_SWEEP_CHUNK : sw->bytes - (size_t)c * ROOF_SWEEP_CHUNK;
-  }
+  /* the full sweep, or a multiple of the chunk (the curves' sizes from ROOF_SWEEP_CHUNK up) */
+  for (int c = 0; c < sw->nchunk && (size_t)c * ROOF_SWEEP_CHUNK < bytes; ++c)
+    scale_one(sw->chunk[c]);
 }
 
 /* Last-level cache the system reports: sysconf (glibc), else sysfs ("32768K"); 0 when unknown. */
@@ -394,7 +390,7 @@ static int sweeper_create(sweeper *sw, roof_cache *c) {
   if (phys > 0)
     want = fmin(want, phys / (4.0 * size));
 #endif
-  sw->bytes = (size_t)want & ~(size_t)63;
+  sw->bytes = (size_t)want & ~(sizeof(double) - 1); /* whole doubles */
   rmaop_status st = roof_path_ctx("twosided", "", "", "host", &sw->ctx); /* collective */
   for (size_t b = 0; st == RMAOP_OK && b < sw->bytes; b += ROOF_SWEEP_CHUNK) {
     const size_t n = sw->bytes - b < ROOF_SWEEP_CHUNK ? sw->bytes - b : ROOF_SWEEP_CHUNK;
