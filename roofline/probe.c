@@ -19,9 +19,9 @@
  *
  * Cold points (host memory): the same epoch of one 8-byte message and a one-element dot (dot_run), timed
  * right after every rank wrote a scratch buffer of 4x the last-level cache (at most 256 MiB; 64 MiB when the
- * LLC is unknown), untimed, and met in a barrier, untimed: what a solver pays when it streams more than the
- * cache between two calls and the communication state (window control words, MPI's queues) comes back from
- * DRAM. Warm repetitions are timed in between, so warm and cold come from the same minutes of a shared
+ * LLC is unknown), untimed: what a solver pays when it streams more than the cache between two calls and the
+ * communication state (window control words, MPI's queues) comes back from DRAM. Smaller sweeps take fresh
+ * bytes of the same scratch (sweep()). Warm repetitions are timed in between, so warm and cold come from the same minutes of a shared
  * machine. On the first path the 8-byte epoch is also timed after sweeps of 1 MiB, 2 MiB, ... (the curve):
  * how its penalty grows with the bytes swept is how `run` scales a path's epoch penalty to a site's reuse
  * distance (roof_cold_fraction). On every path the dot is also timed after sweeps of 2, 4, ... 64 MiB (the
@@ -58,16 +58,15 @@ typedef struct {
 static reduce_state reduce_buf; /* 128 KiB of buffers: not on the stack */
 
 /* The scratch written before every cold repetition: host vectors of a context of its own, swept by the
- * library's own vector update (sweep()). */
-#define ROOF_SWEEP_MAX_CHUNKS 16 /* ROOF_SWEEP_CAP / ROOF_SWEEP_CHUNK */
-#define ROOF_SWEEP_MAX_PARTS 8   /* the powers of two from 1 MiB below a chunk */
+ * library's own vector update (sweep()), as a ring of pieces: each sweep takes the pieces after the last one. */
+#define ROOF_SWEEP_PIECE ((size_t)1 << 20)
+#define ROOF_SWEEP_MAX_PIECES 256 /* ROOF_SWEEP_CAP / ROOF_SWEEP_PIECE */
 typedef struct {
   rmaop_ctx ctx;
-  rmaop_vec chunk[ROOF_SWEEP_MAX_CHUNKS]; /* the full sweep: ROOF_SWEEP_CHUNK each, the last the remainder */
-  int nchunk;
-  rmaop_vec part[ROOF_SWEEP_MAX_PARTS]; /* the smaller sweeps: 1 MiB, 2 MiB, ... below a chunk and the full size */
-  size_t part_bytes[ROOF_SWEEP_MAX_PARTS];
-  int npart;
+  rmaop_vec piece[ROOF_SWEEP_MAX_PIECES]; /* ROOF_SWEEP_PIECE each, the last the remainder */
+  int npiece;
+  int next; /* the piece the next sweep starts at */
+  int end_barriers; /* after the last piece (sweep_barriers in the profile) */
   size_t bytes;
 } sweeper;
 
@@ -300,11 +299,15 @@ static int time_op(roof_op op, void *arg, const roof_probe_options *o, double *m
 
 #define ROOF_COLD_MAX_REPS 64
 #define ROOF_WARM_PER_COLD 4
-/* Barriers after the sweep (which ends in one) before a cold repetition. One would do on a quiet machine;
- * with more processes than cores Open MPI yields the CPU while it waits, so a rank may still be off the CPU
- * when the barrier releases its peer, and the timed epoch would wait a scheduler tick (4 ms) for it. The
- * later barriers are passed with both ranks running; they touch only the barrier's state. */
-#define ROOF_COLD_BARRIERS 2
+/* Barriers between a sweep and the cold call's own synchronizing barrier where the ranks outnumber the cores:
+ * Open MPI then yields the CPU while it waits, so a rank may still be off the CPU when a barrier released its
+ * peer, and the timed call would wait a scheduler tick (4 ms) for it; the later barriers are passed with every
+ * rank running. Otherwise none, as in a solver, whose pass over its data is followed by the site's call and
+ * nothing else: on the 2-vCPU VM these barriers warmed twosided's reduction (MPI_Allreduce shares the barrier's
+ * shared-memory path), whose dot after 8 MiB of fresh bytes read 0.16-0.26 of its full penalty with them and
+ * 0.26-0.35 without (30 blocks each, in turns; the other paths within 0.02; CGLS bdiag's mdot, after its matvec,
+ * 0.36-0.50: docs/roofline-runs/2026-11-26-session24-host.md). */
+#define ROOF_COLD_BARRIERS 3
 #define ROOF_SWEEP_CAP (256.0 * 1024 * 1024)
 #define ROOF_SWEEP_DEFAULT (64.0 * 1024 * 1024)
 #define ROOF_SWEEP_CHUNK ((size_t)16 << 20)
@@ -312,36 +315,37 @@ static int time_op(roof_op op, void *arg, const roof_probe_options *o, double *m
 /* Streams @p bytes (the full sweep, or one of the smaller sizes: a power of two from 1 MiB) as a solver's vector
  * update does: rmaop_vec_scale, the library's own loop as this build compiled it, reads and writes every
  * element, so the caches then hold the scratch and whatever the communication touched before must come back
- * from DRAM. Every sweep of a size touches the same bytes. Not one store per cache line (until session 17): on the
- * 2-vCPU VM an MPI_Allreduce after such a sweep of 4-8 MiB per rank took 1.2-2 us where after reading every
- * double of the same bytes it took 2.6-5.2 us (20.4 us after 256 MiB either way), and bdiag's mdot, one 8 MiB
- * matrix pass apart, was predicted 25-60 % low. Not a loop of the probe's own (until session 23): whether a loop
- * of the same bytes is compiled scalar or SIMD depends on the optimization level and the loop's form (at -O2
- * gcc 12 compiles the library's real loops scalar, a loop with a constant trip count SIMD), and session 22
- * changed the probe's loop on the mistaken belief that the solvers' loops were SIMD; in one process in turns,
- * the probe's old scalar loop, its SIMD loop, another scalar loop and rmaop_vec_scale left twosided's dot after
- * 8 MiB at 0.24, 0.22, 0.22 and 0.25 of its full penalty (12 blocks); what moved it there was the time a sweep
- * takes (a SIMD sweep padded to a scalar one's duration read like it; 1.6 ms of spinning alone read 0.20:
- * docs/roofline-runs/2026-11-26-session23-host.md), and the library's loop takes per byte what the solvers' take.
- * In chunks of ROOF_SWEEP_CHUNK with a barrier after each, so the ranks sweep in step: a rank that finished a
- * long sweep early would wait in a barrier that, with more processes than cores, gives its CPU away (Open MPI
- * yields while it waits), and the cold epoch would then time the scheduler. A chunk takes about as long as a
- * solver computes between two calls (a millisecond or two). Collective. */
-static void scale_one(rmaop_vec v) {
-  (void)rmaop_vec_scale(v, -1.0); /* a host vector of this context: cannot fail; the values stay +-1 */
-  MPI_Barrier(MPI_COMM_WORLD);
-}
-
+ * from DRAM.
+ *
+ * Fresh bytes every time (session 24): the sweep takes the next pieces of the scratch, a ring, so what it
+ * streams was last touched a whole scratch earlier and comes from DRAM, as a solver's matrix and vectors do when
+ * its data outgrows the cache. Until session 24 every sweep of a size went over the same bytes, which below
+ * half the LLC per rank stayed in the cache: on the 2-vCPU VM (32 MiB L3 for both ranks), in one process in
+ * turns, the same 8 MiB took 0.46-0.86 ms to sweep where fresh 8 MiB took 0.81-1.16 ms and bdiag's matvec
+ * 0.83-1.54 ms, and left the dot after it warmer (docs/roofline-runs/2026-11-26-session24-host.md).
+ *
+ * Not one store per cache line (until session 17): on the 2-vCPU VM an MPI_Allreduce after such a sweep of
+ * 4-8 MiB per rank took 1.2-2 us where after reading every double of the same bytes it took 2.6-5.2 us. Not a
+ * loop of the probe's own (until session 23): whether a loop is compiled scalar or SIMD depends on the
+ * optimization level and the loop's form, and the library's loop takes per byte what the solvers' take
+ * (docs/roofline-runs/2026-11-26-session23-host.md). In pieces of ROOF_SWEEP_PIECE with a barrier after every
+ * ROOF_SWEEP_CHUNK but the last (and ROOF_COLD_BARRIERS at the end where the ranks outnumber the cores), so the
+ * ranks sweep in step: a rank that finished a long sweep early would wait in a barrier that, with more
+ * processes than cores, gives its CPU away (Open MPI yields while it waits), and the cold epoch would then time
+ * the scheduler. A chunk takes about as long as a solver computes between two calls (a millisecond or two).
+ * Collective. */
 static void sweep(sweeper *sw, size_t bytes) {
-  if (bytes < sw->bytes)
-    for (int i = 0; i < sw->npart; ++i)
-      if (sw->part_bytes[i] == bytes) {
-        scale_one(sw->part[i]);
-        return;
-      }
-  /* the full sweep, or a multiple of the chunk (the curves' sizes from ROOF_SWEEP_CHUNK up) */
-  for (int c = 0; c < sw->nchunk && (size_t)c * ROOF_SWEEP_CHUNK < bytes; ++c)
-    scale_one(sw->chunk[c]);
+  const size_t per_chunk = ROOF_SWEEP_CHUNK / ROOF_SWEEP_PIECE;
+  size_t n = (bytes + ROOF_SWEEP_PIECE - 1) / ROOF_SWEEP_PIECE;
+  n = n < (size_t)sw->npiece ? n : (size_t)sw->npiece;
+  for (size_t k = 0; k < n; ++k) {
+    (void)rmaop_vec_scale(sw->piece[sw->next], -1.0); /* a host vector of this context: cannot fail; stays +-1 */
+    sw->next = (sw->next + 1) % sw->npiece;
+    if ((k + 1) % per_chunk == 0 && k + 1 < n)
+      MPI_Barrier(MPI_COMM_WORLD);
+  }
+  for (int b = 0; b < sw->end_barriers; ++b)
+    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 /* Last-level cache the system reports: sysconf (glibc), else sysfs ("32768K"); 0 when unknown. */
@@ -366,13 +370,26 @@ static double llc_size(char *source, size_t len) {
 }
 
 static void sweeper_free(sweeper *sw) {
-  for (int i = 0; i < sw->nchunk; ++i)
-    rmaop_vec_destroy(&sw->chunk[i]);
-  for (int i = 0; i < sw->npart; ++i)
-    rmaop_vec_destroy(&sw->part[i]);
+  for (int i = 0; i < sw->npiece; ++i)
+    rmaop_vec_destroy(&sw->piece[i]);
   if (sw->ctx)
     rmaop_ctx_destroy(&sw->ctx);
-  sw->nchunk = sw->npart = 0;
+  sw->npiece = 0;
+}
+
+/* 1 when a node runs more ranks than it has cores online (the ranks agree). A CPU quota of a container is not
+ * seen. Collective. */
+static int oversubscribed(void) {
+  MPI_Comm node;
+  int local = 1, mine, any = 0;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    MPI_Comm_size(node, &local);
+    MPI_Comm_free(&node);
+  }
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  mine = cores > 0 && local > cores;
+  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return any;
 }
 
 /* 4x the LLC, at most 256 MiB (64 MiB when the LLC is unknown), and at most a quarter of physical memory
@@ -392,15 +409,10 @@ static int sweeper_create(sweeper *sw, roof_cache *c) {
 #endif
   sw->bytes = (size_t)want & ~(sizeof(double) - 1); /* whole doubles */
   rmaop_status st = roof_path_ctx("twosided", "", "", "host", &sw->ctx); /* collective */
-  for (size_t b = 0; st == RMAOP_OK && b < sw->bytes; b += ROOF_SWEEP_CHUNK) {
-    const size_t n = sw->bytes - b < ROOF_SWEEP_CHUNK ? sw->bytes - b : ROOF_SWEEP_CHUNK;
-    st = ones_vec(sw->ctx, (int64_t)(n / sizeof(double)), &sw->chunk[sw->nchunk]);
-    sw->nchunk += st == RMAOP_OK;
-  }
-  for (size_t b = 1048576; st == RMAOP_OK && b < ROOF_SWEEP_CHUNK && b < sw->bytes; b *= 2) {
-    st = ones_vec(sw->ctx, (int64_t)(b / sizeof(double)), &sw->part[sw->npart]);
-    sw->part_bytes[sw->npart] = b;
-    sw->npart += st == RMAOP_OK;
+  for (size_t b = 0; st == RMAOP_OK && b < sw->bytes; b += ROOF_SWEEP_PIECE) {
+    const size_t n = sw->bytes - b < ROOF_SWEEP_PIECE ? sw->bytes - b : ROOF_SWEEP_PIECE;
+    st = ones_vec(sw->ctx, (int64_t)(n / sizeof(double)), &sw->piece[sw->npiece]);
+    sw->npiece += st == RMAOP_OK;
   }
   int bad = st != RMAOP_OK, any = 0;
   MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -408,14 +420,16 @@ static int sweeper_create(sweeper *sw, roof_cache *c) {
     sweeper_free(sw);
     return -1;
   }
+  sw->end_barriers = c->sweep_barriers = oversubscribed() ? ROOF_COLD_BARRIERS : 0;
   sweep(sw, sw->bytes);
   c->sweep_bytes = (double)sw->bytes;
   return 0;
 }
 
-/* Cold and warm medians of one operation, paired. Each repetition: sweep @p bytes (untimed), barriers
- * (untimed), time the operation cold, then ROOF_WARM_PER_COLD times barrier + operation warm. Every
- * repetition counts as its slowest rank. Collective; returns 0, or -1 when the operation failed somewhere. */
+/* Cold and warm medians of one operation, paired. Each repetition: sweep @p bytes (untimed; fresh bytes, and
+ * barriers only where the ranks outnumber the cores), time the operation cold, then ROOF_WARM_PER_COLD times
+ * barrier + operation warm. Every repetition counts as its slowest rank. Collective; returns 0, or -1 when the
+ * operation failed somewhere. */
 static int time_cold(roof_op op, void *arg, sweeper *sw, size_t bytes, int reps, roof_cold_point *out) {
   double t[ROOF_COLD_MAX_REPS * (1 + ROOF_WARM_PER_COLD) + 1];
   rmaop_status st = RMAOP_OK;
@@ -427,8 +441,6 @@ static int time_cold(roof_op op, void *arg, sweeper *sw, size_t bytes, int reps,
   }
   for (int i = 0; i < reps && st == RMAOP_OK; ++i) {
     sweep(sw, bytes);
-    for (int b = 0; b < ROOF_COLD_BARRIERS; ++b)
-      MPI_Barrier(MPI_COMM_WORLD);
     t[i] = run_timed(op, arg, &st);
     for (int w = 0; w < ROOF_WARM_PER_COLD && st == RMAOP_OK; ++w) {
       MPI_Barrier(MPI_COMM_WORLD);
@@ -785,7 +797,7 @@ static int probe_path(const char *name, const grid *g, const roof_probe_options 
     roof_msg("%sprobe %s: skipped: %s\n", pr.tty ? "\n" : "", name, rmaop_ctx_last_error(ctx));
   else
     progress_show(&pr, 1);
-  if (!bad && sw->nchunk > 0)
+  if (!bad && sw->npiece > 0)
     probe_cold(ctx, o, sw, p, cache);
   if (!bad && strcmp(o->memory, "device") == 0)
     probe_after_dot(ctx, p);
@@ -869,8 +881,9 @@ int roof_probe(const roof_probe_options *o) {
   else if (o->cold_reps > 0 && sweeper_create(&sw, &prof.cache))
     roof_msg("probe: no cold-cache points: cannot allocate the %.0f MiB scratch buffer\n", (double)sw.bytes / 1048576);
   else if (o->cold_reps > 0)
-    roof_msg("probe: cold points after writing %.0f MiB per rank (LLC %.0f MiB, %s)\n", (double)sw.bytes / 1048576,
-             prof.cache.llc_bytes / 1048576, prof.cache.llc_source);
+    roof_msg("probe: cold points after writing %.0f MiB per rank (LLC %.0f MiB, %s), fresh bytes each sweep, %s\n",
+             (double)sw.bytes / 1048576, prof.cache.llc_bytes / 1048576, prof.cache.llc_source,
+             sw.end_barriers ? "barriers before the call (more ranks than cores)" : "the call right after");
   for (int i = 0; i < np; ++i) {
     roof_path *p = &prof.paths[prof.npaths];
     if (probe_path(names[i], &g, o, &sw, &prof.cache, p) == 0 && (rank != 0 || fit_path(p) == 0))

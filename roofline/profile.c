@@ -170,7 +170,7 @@ static void write_cache(FILE *f, const roof_cache *c) {
   json_write_string(f, c->llc_source);
   fputs(", ", f);
   write_num(f, "sweep_bytes", c->sweep_bytes, 1);
-  fprintf(f, "\"curve_path\": ");
+  fprintf(f, "\"sweep_barriers\": %d, \"curve_path\": ", c->sweep_barriers);
   json_write_string(f, c->curve_path);
   fputs(",\n  ", f);
   write_num(f, "curve_warm", c->curve_warm, 1);
@@ -499,6 +499,9 @@ static int read_cache(reader *r, const json_value *root, roof_cache *c) {
            read_curve_points(r, o, "curve", 0, c->curve_bytes, c->curve_t, &c->ncurve);
   if (!st && !(c->sweep_bytes > 0))
     st = bad(r, "sweep_bytes", "must be > 0");
+  c->sweep_barriers = 3; /* profiles before session 24 */
+  if (!st && json_get(o, "sweep_barriers"))
+    st = get_int(r, o, "sweep_barriers", &c->sweep_barriers, 0);
   r->where[0] = 0;
   c->has = !st;
   return st ? -1 : 0;

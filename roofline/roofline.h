@@ -160,6 +160,8 @@ typedef struct {
   double llc_bytes;    /* last-level cache the system reports (0: unknown) */
   char llc_source[32]; /* "sysconf", "sysfs", "unknown" */
   double sweep_bytes;  /* scratch written per rank before a cold repetition: 4 x LLC, <= 256 MiB; 64 MiB unknown */
+  int sweep_barriers;  /* barriers between a sweep's end and the cold call's own: 0, as in a solver; 3 where the
+                          ranks outnumber the cores (older profiles: 3) */
   char curve_path[ROOF_NAME_MAX];                              /* the path whose 8-byte epoch gave the curve */
   double curve_warm;                                           /* that epoch warm (seconds) */
   double curve_bytes[ROOF_MAX_CURVE], curve_t[ROOF_MAX_CURVE]; /* sweep bytes (ascending), cold median */

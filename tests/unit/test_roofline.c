@@ -802,6 +802,8 @@ START_TEST(profile_round_trip_cold) {
   ck_assert_double_eq(b->sweep_bytes, a->sweep_bytes);
   ck_assert_str_eq(b->llc_source, "sysconf");
   ck_assert_str_eq(b->curve_path, "rma.lock.shm");
+  ck_assert_int_eq(a->sweep_barriers, 0); /* a probe whose ranks had a core each; a missing member reads 3 */
+  ck_assert_int_eq(b->sweep_barriers, 0);
   ck_assert_double_eq_tol(roof_cold_fraction(b, 8 * MIB), roof_cold_fraction(a, 8 * MIB), 1e-12);
   ck_assert(rel(b->curve_warm, a->curve_warm) < 1e-8);
   ck_assert_int_eq(b->ncurve, 3);
@@ -909,6 +911,16 @@ START_TEST(profile_rejects_bad_files) {
            "\"paths\": [%s%s}]}",
            cache_head, path, fit);
   expect_profile_error(buf, "cache.curve: bytes must be > 0 and increase");
+  snprintf(buf, sizeof buf, "%s1e8, \"sweep_barriers\": -1, \"curve\": []}, \"paths\": [%s%s}]}", cache_head, path, fit);
+  expect_profile_error(buf, "cache.sweep_barriers: not an integer in range");
+  /* a profile from before session 24 has no sweep_barriers: its probe met in 3 barriers after each sweep */
+  snprintf(buf, sizeof buf, "%s1e8, \"curve\": [{\"bytes\": 1e6, \"t\": 2e-6}]}, \"paths\": [%s%s}]}", cache_head,
+           path, fit);
+  write_text(scratch("old-cache.json"), buf);
+  ck_assert_msg(roof_profile_read(scratch("old-cache.json"), &q, err, sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(q.cache.has, 1);
+  ck_assert_int_eq(q.cache.sweep_barriers, 3);
+  roof_profile_free(&q);
 }
 END_TEST
 
