@@ -17,18 +17,18 @@
  * A reduction is timed as a solver's reduction site is: its time inside rmaop's calls under
  * RMAOP_TRACE_SYNCED (reduce_run), without rmaop_allreduce's argument agreement.
  *
- * Cold points (host memory): the same epoch of one 8-byte message and a one-element dot (dot_run), timed
- * right after every rank wrote a scratch buffer of 4x the last-level cache (at most 256 MiB; 64 MiB when the
- * LLC is unknown), untimed: what a solver pays when it streams more than the cache between two calls and the
- * communication state (window control words, MPI's queues) comes back from DRAM. Smaller sweeps take fresh
- * bytes of the same scratch (sweep()). Warm repetitions are timed in between, so warm and cold come from the same minutes of a shared
- * machine. On the first path the 8-byte epoch is also timed after sweeps of 1 MiB, 2 MiB, ... (the curve):
- * how its penalty grows with the bytes swept is how `run` scales a path's epoch penalty to a site's reuse
- * distance (roof_cold_fraction). On every path the dot is also timed after sweeps of 2, 4, ... 64 MiB (the
- * path's reduction curve): reductions scale their penalty by their own path's curve (roof_path_cold_fraction),
- * since the paths' reductions warm up differently (on the 2-vCPU VM lock's paid 24-29 % of its full penalty
- * after 8 MiB where fence's paid 38-52 %, docs/roofline-runs/2026-11-25-session19-lock-experiments.md). Device memory
- * gets no cold points: a solver's vectors then live in GPU memory and do not pass through the host caches. */
+ * Cold points (host memory): the same epoch of one 8-byte message and a one-element dot (dot_run), timed right after
+ * every rank wrote a scratch buffer of 4x the last-level cache (at most 256 MiB; 64 MiB when the LLC is unknown),
+ * untimed: what a solver pays when it streams more than the cache between two calls and the communication state
+ * (window control words, MPI's queues) comes back from DRAM. Smaller sweeps take fresh bytes of the same scratch
+ * (sweep()). Warm repetitions are timed in between, so warm and cold come from the same minutes of a shared machine.
+ * On the first path the 8-byte epoch is also timed after sweeps of 1 MiB, 2 MiB, ... (the curve): how its penalty
+ * grows with the bytes swept is how `run` scales a path's epoch penalty to a site's reuse distance
+ * (roof_cold_fraction). On every path the dot is also timed after sweeps of 2, 4, ... 64 MiB (the path's reduction
+ * curve): reductions scale their penalty by their own path's curve (roof_path_cold_fraction), since the paths'
+ * reductions warm up differently (on the 2-vCPU VM lock's paid 24-29 % of its full penalty after 8 MiB where fence's
+ * paid 38-52 %, docs/roofline-runs/2026-11-25-session19-lock-experiments.md). Device memory gets no cold points: a
+ * solver's vectors then live in GPU memory and do not pass through the host caches. */
 #include "tool.h"
 
 #include <math.h>
@@ -65,7 +65,7 @@ typedef struct {
   rmaop_ctx ctx;
   rmaop_vec piece[ROOF_SWEEP_MAX_PIECES]; /* ROOF_SWEEP_PIECE each, the last the remainder */
   int npiece;
-  int next; /* the piece the next sweep starts at */
+  int next;         /* the piece the next sweep starts at */
   int end_barriers; /* after the last piece (sweep_barriers in the profile) */
   size_t bytes;
 } sweeper;
@@ -407,7 +407,7 @@ static int sweeper_create(sweeper *sw, roof_cache *c) {
   if (phys > 0)
     want = fmin(want, phys / (4.0 * size));
 #endif
-  sw->bytes = (size_t)want & ~(sizeof(double) - 1); /* whole doubles */
+  sw->bytes = (size_t)want & ~(sizeof(double) - 1);                      /* whole doubles */
   rmaop_status st = roof_path_ctx("twosided", "", "", "host", &sw->ctx); /* collective */
   for (size_t b = 0; st == RMAOP_OK && b < sw->bytes; b += ROOF_SWEEP_PIECE) {
     const size_t n = sw->bytes - b < ROOF_SWEEP_PIECE ? sw->bytes - b : ROOF_SWEEP_PIECE;

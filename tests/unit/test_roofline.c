@@ -911,11 +911,12 @@ START_TEST(profile_rejects_bad_files) {
            "\"paths\": [%s%s}]}",
            cache_head, path, fit);
   expect_profile_error(buf, "cache.curve: bytes must be > 0 and increase");
-  snprintf(buf, sizeof buf, "%s1e8, \"sweep_barriers\": -1, \"curve\": []}, \"paths\": [%s%s}]}", cache_head, path, fit);
+  snprintf(buf, sizeof buf, "%s1e8, \"sweep_barriers\": -1, \"curve\": []}, \"paths\": [%s%s}]}", cache_head, path,
+           fit);
   expect_profile_error(buf, "cache.sweep_barriers: not an integer in range");
   /* a profile from before session 24 has no sweep_barriers: its probe met in 3 barriers after each sweep */
-  snprintf(buf, sizeof buf, "%s1e8, \"curve\": [{\"bytes\": 1e6, \"t\": 2e-6}]}, \"paths\": [%s%s}]}", cache_head,
-           path, fit);
+  snprintf(buf, sizeof buf, "%s1e8, \"curve\": [{\"bytes\": 1e6, \"t\": 2e-6}]}, \"paths\": [%s%s}]}", cache_head, path,
+           fit);
   write_text(scratch("old-cache.json"), buf);
   ck_assert_msg(roof_profile_read(scratch("old-cache.json"), &q, err, sizeof err) == 0, "%s", err);
   ck_assert_int_eq(q.cache.has, 1);
@@ -1443,7 +1444,8 @@ START_TEST(check_many_rounds_and_again) {
   ck_assert_ptr_nonnull(strstr(txt, "     38.00     +27%"));
   /* the lock run's own 9.5 us against the bench's 30: the measurement itself misses by more than the model */
   ck_assert_ptr_nonnull(strstr(txt, "       9.50     -68%"));
-  ck_assert_ptr_nonnull(strstr(txt, "the run's own measurement against the bench: 0 of 1 paths within 25 % (where the same"));
+  ck_assert_ptr_nonnull(
+      strstr(txt, "the run's own measurement against the bench: 0 of 1 paths within 25 % (where the same"));
   free(txt);
   /* bad input: an --again file that is not a bench file, and an empty list */
   write_text(names[2][1], "{\"runs\": []}");
