@@ -19,7 +19,10 @@
  * agreed with itself, pooled over 12 rounds seconds apart, on 5 of 7 paths within 25 %
  * (docs/roofline-runs/2026-11-25-session20-reproducibility.md): where the measurement does not reproduce
  * within the tolerance, no model can be checked to it there, and the check says so instead of leaving a
- * model miss and machine noise looking alike. */
+ * model miss and machine noise looking alike.
+ *
+ * How firm the pooled error is (session 25): with 5 or more rounds, the error's 90 % bootstrap interval over the
+ * rounds (see "the error's uncertainty" below); the verdict stays the pooled point. */
 #include "roofline.h"
 
 #include <math.h>
@@ -163,6 +166,71 @@ static double masked_median(const double *v, uint64_t mask, int n, int *count) {
   return m ? roof_median(tmp, m) : 0.0;
 }
 
+/* ---- the error's uncertainty ------------------------------------------------------------------------------ */
+
+/* The pooled error is a ratio of two medians over rounds whose values scatter by 2x on a shared machine (per
+ * round -60 ... +150 % on the 2-vCPU VM), so the figure itself is uncertain: how much, the bootstrap says.
+ * Resample the rounds with replacement ROOF_CHECK_BOOT times, pool each resample as the check does, and take the
+ * 5th and 95th percentiles of its error. Paired (as many reports as bench files): report k and bench k are one
+ * round, resampled together, which keeps whatever the two shared in their minutes; otherwise each side on its
+ * own. Fewer than ROOF_CHECK_BOOT_MIN values on either side: no interval. The generator has a fixed seed, so
+ * the same files print the same interval. */
+#define ROOF_CHECK_BOOT 2000
+#define ROOF_CHECK_BOOT_MIN 5
+#define ROOF_CHECK_LEVEL 0.90
+
+static int pick(uint64_t *s, int n) { /* xorshift64*; n <= 64, so the modulo's bias is below 1e-17 */
+  *s ^= *s >> 12;
+  *s ^= *s << 25;
+  *s ^= *s >> 27;
+  return (int)(((*s * UINT64_C(2685821657736338717)) >> 32) % (uint64_t)n);
+}
+
+static void interval(const roof_check *c, roof_check_row *r) {
+  const int paired = c->nreports == c->nbenches, n = paired ? c->nreports : 0;
+  int kp[ROOF_CHECK_MAX_FILES], km[ROOF_CHECK_MAX_FILES], np = 0, nm = 0;
+  for (int k = 0; k < c->nreports; ++k)
+    if (r->has_predicted & (UINT64_C(1) << k))
+      kp[np++] = k;
+  for (int k = 0; k < c->nbenches; ++k)
+    if (r->has_measured & (UINT64_C(1) << k))
+      km[nm++] = k;
+  r->has_interval = 0;
+  if (!r->compared || np < ROOF_CHECK_BOOT_MIN || nm < ROOF_CHECK_BOOT_MIN)
+    return;
+  double e[ROOF_CHECK_BOOT];
+  double p[ROOF_CHECK_MAX_FILES], m[ROOF_CHECK_MAX_FILES];
+  uint64_t seed = UINT64_C(0x9E3779B97F4A7C15);
+  int ne = 0;
+  for (int b = 0; b < ROOF_CHECK_BOOT; ++b) {
+    int a = 0, z = 0;
+    if (paired)
+      for (int i = 0; i < n; ++i) {
+        const int k = pick(&seed, n);
+        if (r->has_predicted & (UINT64_C(1) << k))
+          p[a++] = r->predicted_k[k];
+        if (r->has_measured & (UINT64_C(1) << k))
+          m[z++] = r->measured_k[k];
+      }
+    else {
+      for (; a < np; ++a)
+        p[a] = r->predicted_k[kp[pick(&seed, np)]];
+      for (; z < nm; ++z)
+        m[z] = r->measured_k[km[pick(&seed, nm)]];
+    }
+    const double mm = z ? roof_median(m, z) : 0;
+    if (a > 0 && mm > 0) /* a paired resample may draw no round with one side: not a resample of the check */
+      e[ne++] = roof_median(p, a) / mm - 1.0;
+  }
+  if (ne < ROOF_CHECK_BOOT / 2)
+    return;
+  qsort(e, (size_t)ne, sizeof *e, roof_cmp_double);
+  const int tail = (int)(0.5 * (1 - ROOF_CHECK_LEVEL) * (ne - 1));
+  r->lo = e[tail];
+  r->hi = e[ne - 1 - tail];
+  r->has_interval = 1;
+}
+
 int roof_check_files(const char *const *reports, int nreports, const char *const *benches, int nbenches, double tol,
                      roof_check *c, char *err, size_t errlen) {
   memset(c, 0, sizeof *c);
@@ -201,6 +269,10 @@ int roof_check_files(const char *const *reports, int nreports, const char *const
     r->run_within = r->run_compared && fabs(r->run_gap) <= tol;
     c->run_compared += r->run_compared;
     c->run_within += r->run_within;
+    interval(c, r);
+    c->ninterval += r->has_interval;
+    c->interval_inside += r->has_interval && r->lo >= -tol && r->hi <= tol;
+    c->interval_outside += r->has_interval && (r->lo > tol || r->hi < -tol);
     double e;
     for (int k = 0; k < nreports && nreports == nbenches; ++k)
       if (round_error(r, k, &e)) {
@@ -252,6 +324,16 @@ static void print_gaps(FILE *f, const roof_check *c, const roof_check_row *r) {
   print_gap(f, c->run_compared > 0, r->run_compared, r->run, r->run_gap);
 }
 
+/* The error's interval column ("[-13%, +41%]"), or a dash where the row has none. */
+static void print_interval(FILE *f, int shown, const roof_check_row *r) {
+  char t[40] = "-";
+  if (!shown)
+    return;
+  if (r->has_interval)
+    snprintf(t, sizeof t, "[%+.0f%%, %+.0f%%]", 100 * r->lo, 100 * r->hi);
+  fprintf(f, "  %-14s", t);
+}
+
 void roof_check_print(FILE *f, const roof_check *c) {
   const double US = 1e6;
   const int paired = c->nreports == c->nbenches && c->nreports > 1;
@@ -263,8 +345,10 @@ void roof_check_print(FILE *f, const roof_check *c) {
   if (c->run_compared > 0)
     fprintf(f, "; run: the reports' own measurement of the path (rmaop-roofline run, same rounds), gap = run / "
                "measured - 1");
-  const int w = c->nagain > 0 || c->run_compared > 0 ? 7 : 0; /* padded only when columns follow it */
+  const int ci = c->ninterval > 0, w = c->nagain > 0 || c->run_compared > 0 || ci ? 7 : 0; /* padded when followed */
   fprintf(f, "\n%-22s %10s %10s %10s %8s  %-*s", "path", "model", "warm", "measured", "error", w, "check");
+  if (ci)
+    fprintf(f, "  %-14s", "90 % interval");
   if (c->nagain > 0)
     fprintf(f, "  %10s %8s", "again", "gap");
   if (c->run_compared > 0)
@@ -274,12 +358,14 @@ void roof_check_print(FILE *f, const roof_check *c) {
     const roof_check_row *r = &c->rows[i];
     if (!r->compared) {
       fprintf(f, "%-22s %10s %10s %10.2f %8s  %-*s", r->path, "-", "-", r->measured * US, "-", w, "-");
+      print_interval(f, ci, r);
       print_gaps(f, c, r);
       fprintf(f, "  no prediction (the profile has no such path)\n");
       continue;
     }
     fprintf(f, "%-22s %10.2f %10.2f %10.2f %+7.0f%%  %-*s", r->path, r->predicted * US, r->predicted_warm * US,
             r->measured * US, 100 * r->error, w, r->within ? "within" : "OUTSIDE");
+    print_interval(f, ci, r);
     print_gaps(f, c, r);
     fputc('\n', f);
     if (paired) {
@@ -311,5 +397,15 @@ void roof_check_print(FILE *f, const roof_check *c) {
             c->run_within < c->run_compared ? " (where the same sites, timed by rmaop-roofline run in the same rounds, "
                                               "miss the bench, so can a model probed there)"
                                             : "");
+  if (c->ninterval > 0) {
+    const int straddle = c->ninterval - c->interval_inside - c->interval_outside;
+    fprintf(f,
+            "the error's %.0f %% interval (%d resamples of the %s): %d of %d paths wholly within %.0f %%, %d wholly "
+            "outside, %d across the bound%s\n",
+            100 * ROOF_CHECK_LEVEL, ROOF_CHECK_BOOT,
+            c->nreports == c->nbenches ? "rounds, report and bench together" : "files", c->interval_inside,
+            c->ninterval, 100 * c->tolerance, c->interval_outside, straddle,
+            straddle ? " (these rounds cannot tell within from outside there: more rounds can)" : "");
+  }
   fprintf(f, "check: %d of %d paths within %.0f %%\n", c->nwithin, c->ncompared, 100 * c->tolerance);
 }

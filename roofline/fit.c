@@ -189,7 +189,7 @@ double roof_reduce_time(const roof_rfit *f, double bytes) {
   return f->alpha + bytes / f->beta;
 }
 
-static int cmp_double(const void *a, const void *b) {
+int roof_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
@@ -201,7 +201,7 @@ double roof_median(const double *v, int n) {
   if (!s)
     return v[0];
   memcpy(s, v, (size_t)n * sizeof *s);
-  qsort(s, (size_t)n, sizeof *s, cmp_double);
+  qsort(s, (size_t)n, sizeof *s, roof_cmp_double);
   double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
   free(s);
   return m;
@@ -268,7 +268,7 @@ static int distinct(const roof_point *pts, int npts, int bytes, double *v) {
     if (!seen)
       v[nv++] = x;
   }
-  qsort(v, (size_t)nv, sizeof *v, cmp_double);
+  qsort(v, (size_t)nv, sizeof *v, roof_cmp_double);
   return nv;
 }
 

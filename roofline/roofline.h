@@ -406,6 +406,8 @@ typedef struct {
   int again_compared, again_within; /* |gap| <= tolerance */
   double run, run_gap;              /* the reports' own runs' median measurement; run_gap = run / measured - 1 */
   int run_compared, run_within;     /* |run_gap| <= tolerance */
+  int has_interval;                 /* lo..hi: the error's 90 % bootstrap interval over the rounds (check.c) */
+  double lo, hi;
 } roof_check_row;
 
 typedef struct {
@@ -414,6 +416,7 @@ typedef struct {
   int round_compared[ROOF_CHECK_MAX_FILES], round_within[ROOF_CHECK_MAX_FILES]; /* report k against bench k */
   int nagain, again_compared, again_within; /* the measurement against itself (roof_check_again) */
   int run_compared, run_within;             /* the run's own measurement against the bench's */
+  int ninterval, interval_inside, interval_outside; /* rows with an interval; wholly inside / beyond the tolerance */
   double tolerance;
 } roof_check;
 
@@ -430,6 +433,7 @@ void roof_check_print(FILE *f, const roof_check *c);
 
 /* Small helpers shared by the files. */
 double roof_median(const double *v, int n);
+int roof_cmp_double(const void *a, const void *b); /* qsort: ascending doubles */
 void roof_set_err(char *err, size_t errlen, const char *fmt, ...);
 /* "8 B", "64 KiB", "1 MiB" */
 void roof_format_bytes(double b, char *buf, size_t len);

@@ -1457,6 +1457,69 @@ START_TEST(check_many_rounds_and_again) {
 }
 END_TEST
 
+/* The error's bootstrap interval over the rounds: a point where every round agrees, wholly outside where every
+ * round misses, across the bound where the rounds scatter; the same files give the same interval; too few rounds
+ * give none. */
+START_TEST(check_interval_over_rounds) {
+  enum { R = 12 };
+  static char names[2][R][1024];
+  const char *reports[R], *benches[R];
+  for (int k = 0; k < R; ++k) {
+    snprintf(names[0][k], sizeof names[0][k], "%s/test_roofline_check-ci-r%d.json", dir, k);
+    snprintf(names[1][k], sizeof names[1][k], "%s/test_roofline_check-ci-b%d.json", dir, k);
+    reports[k] = names[0][k];
+    benches[k] = names[1][k];
+    write_check_report(reports[k], 10, 20, 3); /* lock 10 us, twosided 20 us predicted in every round */
+    write_check_bench(benches[k], "host", 9, 5);
+  }
+  char err[ROOF_ERR_MAX];
+  roof_check *c = malloc(sizeof *c);
+  ck_assert_ptr_nonnull(c);
+  ck_assert_int_eq(roof_check_files(reports, R, benches, R, 0.25, c, err, sizeof err), 0);
+  ck_assert_int_eq(c->rows[0].has_interval, 1); /* every round 10 against 9: the interval is the point */
+  ck_assert_double_eq_tol(c->rows[0].lo, 10.0 / 9 - 1, 1e-12);
+  ck_assert_double_eq_tol(c->rows[0].hi, 10.0 / 9 - 1, 1e-12);
+  ck_assert_double_eq_tol(c->rows[1].lo, 3.0, 1e-12); /* twosided 20 against 5 */
+  ck_assert_int_eq(c->rows[2].has_interval, 0);       /* rma.pscw.shm: no prediction */
+  ck_assert_int_eq(c->ninterval, 2);
+  ck_assert_int_eq(c->interval_inside, 1);
+  ck_assert_int_eq(c->interval_outside, 1);
+  /* lock measured 7 and 11 in turns: pooled 9 (+11 %, within), but resampled rounds pool anywhere from 7 (+43 %)
+   * to 11 (-9 %): the interval crosses the bound */
+  for (int k = 0; k < R; ++k)
+    write_check_bench(benches[k], "host", k % 2 ? 11 : 7, 5);
+  ck_assert_int_eq(roof_check_files(reports, R, benches, R, 0.25, c, err, sizeof err), 0);
+  ck_assert_int_eq(c->rows[0].within, 1);
+  ck_assert_double_eq_tol(c->rows[0].error, 10.0 / 9 - 1, 1e-12);
+  ck_assert(c->rows[0].lo < 0 && c->rows[0].lo >= 10.0 / 11 - 1 - 1e-12);
+  ck_assert(c->rows[0].hi > 0.25 && c->rows[0].hi <= 10.0 / 7 - 1 + 1e-12);
+  ck_assert_int_eq(c->interval_inside, 0);
+  ck_assert_int_eq(c->interval_outside, 1);
+  const double lo = c->rows[0].lo, hi = c->rows[0].hi;
+  char *txt = check_text(c, "check-ci.txt");
+  char want[64];
+  snprintf(want, sizeof want, "[%+.0f%%, %+.0f%%]", 100 * lo, 100 * hi);
+  ck_assert_ptr_nonnull(strstr(txt, want));
+  ck_assert_ptr_nonnull(strstr(txt, "0 of 2 paths wholly within 25 %, 1 wholly outside, 1 across the bound"));
+  free(txt);
+  ck_assert_int_eq(roof_check_files(reports, R, benches, R, 0.25, c, err, sizeof err), 0); /* same files */
+  ck_assert_double_eq(c->rows[0].lo, lo);
+  ck_assert_double_eq(c->rows[0].hi, hi);
+  /* not paired (6 reports, 12 bench files): each side resampled on its own */
+  ck_assert_int_eq(roof_check_files(reports, 6, benches, R, 0.25, c, err, sizeof err), 0);
+  ck_assert_int_eq(c->rows[0].has_interval, 1);
+  ck_assert(c->rows[0].lo < 0.25 && c->rows[0].hi > 0.25);
+  /* four rounds: too few for an interval, and the table says nothing of one */
+  ck_assert_int_eq(roof_check_files(reports, 4, benches, 4, 0.25, c, err, sizeof err), 0);
+  ck_assert_int_eq(c->ninterval, 0);
+  ck_assert_int_eq(c->rows[0].has_interval, 0);
+  txt = check_text(c, "check-ci4.txt");
+  ck_assert_ptr_null(strstr(txt, "interval"));
+  free(txt);
+  free(c);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("roofline");
   TCase *fit = tcase_create("fit");
@@ -1494,6 +1557,7 @@ static Suite *suite(void) {
   tcase_add_test(files, reports_json_and_csv);
   tcase_add_test(files, check_predictions_against_bench);
   tcase_add_test(files, check_many_rounds_and_again);
+  tcase_add_test(files, check_interval_over_rounds);
   suite_add_tcase(s, files);
   return s;
 }
