@@ -15,6 +15,8 @@
 # over 12 rounds; docs/roofline-runs/2026-11-25-session20-reproducibility.md.) The check also compares each
 # round's roofline run's own measurement of its path with the bench: the same solver a minute away, as far as
 # the probe stands from the bench (session 23).
+# With 5 rounds or more, the check prints each path's error with a 90 % interval from resampling the rounds
+# (session 25): on the 2-vCPU VM 36 rounds leave it +-10-30 points wide, as wide as the tolerance.
 #
 #   scripts/roofline-check.sh [OUT_DIR]          (default: $BUILD_DIR/roofline-check)
 #   ROUNDS=5 PROBE_ARGS="--quick" NP=2 MEMORY=host AGAIN=1 scripts/roofline-check.sh
