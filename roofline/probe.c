@@ -232,6 +232,22 @@ static rmaop_status dot_run(void *arg, double *own) {
   return synced_inside(((dot_state *)arg)->ctx, "reduce", dot_call, arg, own);
 }
 
+/* The dot after an 8 B epoch of the same path, the epoch untimed (timed as the solver's halo is, synchronized),
+ * the dot timed as dot_run: a solver's reduction follows its matvec's halo, and on the RMA paths the two share
+ * most of what a sweep makes cold (session 25: after a full sweep the dot kept 0.17-0.39 of its penalty when a
+ * halo came first, twosided's 0.92; docs/roofline-runs/2026-11-26-session25-host.md). */
+typedef struct {
+  epoch_state *e;
+  dot_state *d;
+} after_epoch_state;
+
+static rmaop_status after_epoch_run(void *arg, double *own) {
+  const after_epoch_state *a = arg;
+  double untimed = 0;
+  rmaop_status st = epoch_synced_run(a->e, &untimed);
+  return st != RMAOP_OK ? st : dot_run(a->d, own);
+}
+
 /* A vector of @p n local doubles on @p ctx, every element 1 (its pages touched). Local. */
 static rmaop_status ones_vec(rmaop_ctx ctx, int64_t n, rmaop_vec *v) {
   rmaop_layout l = NULL;
@@ -736,6 +752,10 @@ static void show_cold(const roof_path *p) {
              i + 1 < p->cold.nrcurve ? "," : " us\n");
   if (p->cold.nrcurve == 0)
     roof_msg(" smaller sweeps: not measured\n");
+  const roof_cold_point *a = &p->cold.after_epoch, *r = &p->cold.reduce;
+  if (p->cold.has_after_epoch)
+    roof_msg("probe %s: the dot after the full sweep and an 8 B epoch: %.2f -> %.2f us (%.2f of its penalty)\n",
+             p->name, a->warm * 1e6, a->cold * 1e6, r->penalty > 0 ? fmax(0, a->cold - a->warm) / r->penalty : 0);
 }
 
 static void show_curve(const roof_cache *c) {
@@ -758,13 +778,16 @@ static void probe_cold(rmaop_ctx ctx, const roof_probe_options *o, sweeper *sw, 
     if (!bad)
       show_curve(cache);
   }
-  epoch_free(&e);
   dot_state d;
   const int any = dot_setup(ctx, &d);
   if (!bad)
     bad = any || time_cold(dot_run, &d, sw, sw->bytes, o->cold_reps, &c->reduce);
   if (!bad)
     bad = measure_reduce_curve(&d, sw, o->cold_reps, c);
+  after_epoch_state a = {&e, &d}; /* recorded, not yet used by the model: a failure loses this point alone */
+  if (!bad)
+    c->has_after_epoch = !time_cold(after_epoch_run, &a, sw, sw->bytes, o->cold_reps, &c->after_epoch);
+  epoch_free(&e);
   rmaop_vec_destroy(&d.x);
   if (bad) {
     memset(c, 0, sizeof *c);

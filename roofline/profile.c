@@ -147,6 +147,10 @@ static void write_cold(FILE *f, const roof_cold *c) {
       fprintf(f, "%s{\"bytes\": %.0f, \"t\": %.9g}", i ? ", " : "", c->rcurve_bytes[i], c->rcurve_t[i]);
     fputs("]", f);
   }
+  if (c->has_reduce && c->has_after_epoch) {
+    fputs(",\n    ", f);
+    write_cold_point(f, "reduce_after_epoch", &c->after_epoch, "\"count\": 1, \"after\": \"8 B epoch\"");
+  }
   fputs("}", f);
 }
 
@@ -462,9 +466,12 @@ static int read_cold(reader *r, const json_value *path, roof_cold *c) {
     st = read_cold_point(r, o, "reduce", &c->reduce);
   if (!st && c->has_reduce && json_get(o, "reduce_curve"))
     st = read_curve_points(r, o, "reduce_curve", c->sweep_bytes, c->rcurve_bytes, c->rcurve_t, &c->nrcurve);
+  c->has_after_epoch = !st && c->has_reduce && json_get(o, "reduce_after_epoch");
+  if (c->has_after_epoch)
+    st = read_cold_point(r, o, "reduce_after_epoch", &c->after_epoch);
   r->where[len] = 0;
   if (st)
-    c->has_epoch = c->has_reduce = c->nrcurve = 0;
+    c->has_epoch = c->has_reduce = c->nrcurve = c->has_after_epoch = 0;
   return st ? -1 : 0;
 }
 

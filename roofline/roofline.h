@@ -121,6 +121,11 @@ typedef struct {
   roof_cold_point epoch, reduce;
   int nrcurve;
   double rcurve_bytes[ROOF_MAX_CURVE], rcurve_t[ROOF_MAX_CURVE];
+  /* Host memory, probes since session 25: the same dot after the full sweep and an untimed 8 B epoch of the path
+   * (its cold median `cold`, the warm one `warm`): how much of the reduction's cold penalty an epoch just before
+   * takes away (a solver's reduction follows its matvec's halo). Recorded for the model to come; not used yet. */
+  int has_after_epoch;
+  roof_cold_point after_epoch;
 } roof_cold;
 
 /* The price of accumulating: the 8-byte epoch (n = 1) in RMAOP_INSERT and in RMAOP_ADD mode, timed in turns
