@@ -145,18 +145,33 @@ static int has_after_dot(const roof_profile *prof) {
   return 0;
 }
 
+double roof_after_epoch_share(const roof_path *p) {
+  const roof_cold *c = &p->cold;
+  if (!c->has_after_epoch || !c->has_reduce || !(c->reduce.penalty > 0))
+    return -1;
+  return fmin(1, fmax(0, (c->after_epoch.cold - c->after_epoch.warm) / c->reduce.penalty));
+}
+
 /* The share of path @p p's cold penalty a site pays per call (@p p NULL: the profile's epoch curve alone).
  * Host memory: the cache term at the site's reuse distance, a reduction on the path's own reduction curve
- * where the probe measured one (roof_path_cold_fraction). Device memory has no cache term (the vectors live on the
- * GPU), but every reduction of a solver on a device context follows the device dot that made its partials (a kernel,
- * the copy to the host, a stream synchronization), and the probe's "cold" reduction point there is timed right after
- * one: reductions pay all of it, plans none. */
-static double site_cold_fraction(const roof_profile *prof, const roof_site *s, const roof_path *p, double reuse) {
+ * where the probe measured one (roof_path_cold_fraction). A reduction closer to the run's previous communication
+ * call (@p gap bytes, below its reuse distance) than to its own last call pays, where the probe measured the dot
+ * after an epoch, rho of the fraction at its reuse distance and 1 - rho of the fraction at the gap: the epoch
+ * warmed the rest of what it shares with the reduction (roof_after_epoch_share). Device memory has no cache term
+ * (the vectors live on the GPU), but every reduction of a solver on a device context follows the device dot that
+ * made its partials (a kernel, the copy to the host, a stream synchronization), and the probe's "cold" reduction
+ * point there is timed right after one: reductions pay all of it, plans none. */
+static double site_cold_fraction(const roof_profile *prof, const roof_site *s, const roof_path *p, double reuse,
+                                 double gap) {
   if (s->messages <= 0)
     return 0;
   if (device_profile(prof))
     return strcmp(s->kind, "reduce") == 0 ? 1 : 0;
-  return p ? roof_path_cold_fraction(&prof->cache, p, s->kind, reuse) : roof_cold_fraction(&prof->cache, reuse);
+  if (!p)
+    return roof_cold_fraction(&prof->cache, reuse);
+  const double f = roof_path_cold_fraction(&prof->cache, p, s->kind, reuse),
+               rho = strcmp(s->kind, "reduce") == 0 && gap > 0 && gap < reuse ? roof_after_epoch_share(p) : -1;
+  return rho < 0 ? f : rho * f + (1 - rho) * roof_path_cold_fraction(&prof->cache, p, s->kind, gap);
 }
 
 /* Why a site is warm or cold, for the table and the report. */
@@ -254,6 +269,21 @@ static int find_path(const roof_profile *prof, const char *name) {
 
 int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, double bytes_per_iter, double footprint,
                  roof_analysis *a) {
+  return roof_analyze_gap(s, prof, iterations, bytes_per_iter, footprint, 0, a);
+}
+
+double roof_run_gap_bytes(const roof_run *r) {
+  double calls = 0;
+  for (int i = 0; i < r->nsites; ++i)
+    calls += r->sites[i].calls;
+  if (r->iterations <= 0 || !(r->bytes_per_iter > 0) || !(calls > 0))
+    return 0;
+  const double gap = r->bytes_per_iter / (calls / r->iterations);
+  return r->footprint > 0 ? fmin(r->footprint, gap) : gap;
+}
+
+int roof_analyze_gap(const roof_site *s, const roof_profile *prof, int iterations, double bytes_per_iter,
+                     double footprint, double gap_bytes, roof_analysis *a) {
   memset(a, 0, sizeof *a);
   a->site = s;
   a->on = calloc(prof->npaths ? (size_t)prof->npaths : 1, sizeof *a->on);
@@ -273,11 +303,12 @@ int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, d
   if (iterations > 0 && bytes_per_iter > 0 && a->calls_per_iter > 0)
     a->reuse_bytes =
         footprint > 0 ? fmin(footprint, bytes_per_iter / a->calls_per_iter) : bytes_per_iter / a->calls_per_iter;
+  a->gap_bytes = a->reuse_bytes > 0 && gap_bytes > 0 ? fmin(gap_bytes, a->reuse_bytes) : 0;
   for (int j = 0; j < prof->npaths; ++j) {
     const roof_path *p = &prof->paths[j];
     const double n = s->messages > 0 ? s->messages : 1, extra = plan_extra(prof, s, p, roof_add_extra(s, p)),
                  warm = predict(s, p, extra), pen = roof_cold_penalty(p, s->kind),
-                 f = site_cold_fraction(prof, s, p, a->reuse_bytes);
+                 f = site_cold_fraction(prof, s, p, a->reuse_bytes, a->gap_bytes);
     a->on[j] = (roof_onpath){.path = p,
                              .pure_bw = roof_pure_bw(&p->fit, n, s->bytes_per_message),
                              .fitted_bw = roof_fitted_bw(&p->fit, n, s->bytes_per_message),
@@ -298,7 +329,7 @@ int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, d
     }
   }
   a->home = find_path(prof, s->path);
-  a->cold_fraction = a->home >= 0 ? a->on[a->home].cold_fraction : site_cold_fraction(prof, s, NULL, a->reuse_bytes);
+  a->cold_fraction = a->home >= 0 ? a->on[a->home].cold_fraction : site_cold_fraction(prof, s, NULL, a->reuse_bytes, 0);
   a->regime = regime_of(a, prof);
   a->cause = a->hint = "";
   if (s->messages <= 0 || s->bytes_per_message <= 0 || a->per_call <= 0) {

@@ -234,8 +234,9 @@ static rmaop_status dot_run(void *arg, double *own) {
 
 /* The dot after an 8 B epoch of the same path, the epoch untimed (timed as the solver's halo is, synchronized),
  * the dot timed as dot_run: a solver's reduction follows its matvec's halo, and on the RMA paths the two share
- * most of what a sweep makes cold (session 25: after a full sweep the dot kept 0.17-0.39 of its penalty when a
- * halo came first, twosided's 0.92; docs/roofline-runs/2026-11-26-session25-host.md). */
+ * most of what a sweep makes cold (session 25: this point leaves the dot 0.23-0.48 of its penalty on the RMA paths,
+ * 0.43-0.56 on twosided, whose barriers warm MPI_Allreduce too; an unsynchronized halo left twosided 0.92;
+ * docs/roofline-runs/2026-11-26-session25-host.md). roof_after_epoch_share reads it. */
 typedef struct {
   epoch_state *e;
   dot_state *d;
@@ -784,7 +785,7 @@ static void probe_cold(rmaop_ctx ctx, const roof_probe_options *o, sweeper *sw, 
     bad = any || time_cold(dot_run, &d, sw, sw->bytes, o->cold_reps, &c->reduce);
   if (!bad)
     bad = measure_reduce_curve(&d, sw, o->cold_reps, c);
-  after_epoch_state a = {&e, &d}; /* recorded, not yet used by the model: a failure loses this point alone */
+  after_epoch_state a = {&e, &d}; /* a failure loses this point alone (the model then uses the reuse distance) */
   if (!bad)
     c->has_after_epoch = !time_cold(after_epoch_run, &a, sw, sw->bytes, o->cold_reps, &c->after_epoch);
   epoch_free(&e);

@@ -123,7 +123,7 @@ typedef struct {
   double rcurve_bytes[ROOF_MAX_CURVE], rcurve_t[ROOF_MAX_CURVE];
   /* Host memory, probes since session 25: the same dot after the full sweep and an untimed 8 B epoch of the path
    * (its cold median `cold`, the warm one `warm`): how much of the reduction's cold penalty an epoch just before
-   * takes away (a solver's reduction follows its matvec's halo). Recorded for the model to come; not used yet. */
+   * takes away (a solver's reduction follows its matvec's halo; roof_after_epoch_share). Absent in older profiles. */
   int has_after_epoch;
   roof_cold_point after_epoch;
 } roof_cold;
@@ -317,6 +317,7 @@ typedef struct {
   const char *cause;    /* what an overhead-bound site is bound by */
   const char *hint;     /* what to try */
   double reuse_bytes;   /* bytes one rank touches between two calls of the site (0: unknown) */
+  double gap_bytes;     /* bytes one rank touches since the run's previous communication call (0: unknown) */
   double cold_fraction; /* of the home path's cold penalty paid per call (the epoch curve's without a home) */
   const char *regime;   /* "warm", "partly cold", "cold", or why warm ("warm: no cold term", ...) */
 } roof_analysis;
@@ -337,6 +338,16 @@ double roof_synced_offset(const roof_profile *prof, const roof_path *p);
  * on that path pay. */
 int roof_analyze(const roof_site *s, const roof_profile *prof, int iterations, double bytes_per_iter, double footprint,
                  roof_analysis *a);
+/* roof_analyze for a site @p gap_bytes from the run's previous communication call (roof_run_gap_bytes; 0:
+ * unknown, as roof_analyze). A host reduction whose gap is below its reuse distance, on a path whose probe measured
+ * the dot after an epoch, pays rho x the fraction at its reuse distance + (1 - rho) x the fraction at the gap
+ * (rho: roof_after_epoch_share); every other site is analyzed as by roof_analyze. */
+int roof_analyze_gap(const roof_site *s, const roof_profile *prof, int iterations, double bytes_per_iter,
+                     double footprint, double gap_bytes, roof_analysis *a);
+/* The share of path @p p's reduction penalty (after the full sweep) the dot still pays when an 8 B epoch of the same
+ * path comes between the sweep and the dot: (after_epoch.cold - after_epoch.warm) / reduce.penalty, within 0..1;
+ * -1 when the probe did not measure it (older profiles, device memory) or the reduction has no penalty. */
+double roof_after_epoch_share(const roof_path *p);
 void roof_analysis_free(roof_analysis *a);
 const char *roof_class_name(roof_class c);
 /* Class from the numbers alone (exposed for tests): s vs elbow, then the efficiency thresholds. */
@@ -354,6 +365,11 @@ typedef struct {
   int nsites;
   roof_analysis *an; /* one per site */
 } roof_run;
+
+/* Bytes one rank touches between two consecutive communication calls of run @p r, any sites: bytes_per_iter over
+ * all sites' calls per iteration, capped by the footprint (the gap roof_analyze_gap takes; 0 when the iterations
+ * or the bytes are unknown). */
+double roof_run_gap_bytes(const roof_run *r);
 
 /* Predicted communication seconds per iteration (or per solve) of a run on profile path @p j: cold-aware
  * (each site pays its cold_fraction of the path's penalty per call); _warm without it. */

@@ -340,12 +340,13 @@ static int report(roof_run *runs, int nruns, const roof_profile *prof, const roo
   char err[ROOF_ERR_MAX], file[4096];
   int rc = 0;
   for (int k = 0; k < nruns; ++k) {
-    runs[k].an = calloc((size_t)runs[k].nsites + 1, sizeof *runs[k].an);
-    for (int i = 0; runs[k].an && i < runs[k].nsites; ++i)
-      if (roof_analyze(&runs[k].sites[i], prof, runs[k].iterations, runs[k].bytes_per_iter, runs[k].footprint,
-                       &runs[k].an[i]))
+    roof_run *r = &runs[k];
+    r->an = calloc((size_t)r->nsites + 1, sizeof *r->an);
+    const double gap = roof_run_gap_bytes(r);
+    for (int i = 0; r->an && i < r->nsites; ++i)
+      if (roof_analyze_gap(&r->sites[i], prof, r->iterations, r->bytes_per_iter, r->footprint, gap, &r->an[i]))
         rc = 1;
-    if (!runs[k].an)
+    if (!r->an)
       rc = 1;
   }
   if (rc)

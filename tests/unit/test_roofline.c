@@ -484,6 +484,79 @@ START_TEST(cold_fraction_per_path_reduction_curve) {
 }
 END_TEST
 
+/* A reduction right after another site's call: rma.lock.shm's probe left the dot a quarter of its penalty when an
+ * 8 B epoch came after the sweep, so a reduction 8 MiB after the halo and 32 MiB after its own last call pays a
+ * quarter of its curve at 32 MiB and three quarters at 8 MiB. */
+START_TEST(cold_reduction_after_epoch) {
+  roof_profile p;
+  make_profile(&p);
+  add_cold(&p);
+  add_reduce_curve(&p);
+  roof_cold *c = &p.paths[0].cold;
+  c->has_after_epoch = 1;
+  c->after_epoch = (roof_cold_point){.warm = 1e-6, .cold = 2.25e-6, .penalty = 1.25e-6, .reps = 9};
+  ck_assert_double_eq_tol(roof_after_epoch_share(&p.paths[0]), 0.25, 1e-12);
+  ck_assert_double_eq(roof_after_epoch_share(&p.paths[1]), -1); /* not measured */
+  /* 20 calls in 10 iterations, 64 MiB per iteration: 32 MiB between its calls (own curve 0.75), 8 MiB gap (0.3) */
+  roof_site dot = make_site("dot", "reduce", 1, 16, 4e-6, 20), halo = make_site("halo", "plan", 2, 8, 3e-6, 20);
+  roof_analysis a;
+  ck_assert_int_eq(roof_analyze_gap(&dot, &p, 10, 64 * MIB, 0, 8 * MIB, &a), 0);
+  ck_assert_double_eq(a.reuse_bytes, 32 * MIB);
+  ck_assert_double_eq(a.gap_bytes, 8 * MIB);
+  const double f = 0.25 * 0.75 + 0.75 * 0.3;
+  ck_assert_double_eq_tol(a.on[0].cold_fraction, f, 1e-12);
+  ck_assert_double_eq_tol(a.cold_fraction, f, 1e-12);
+  ck_assert_double_eq_tol(a.on[0].predicted, roof_reduce_time(&p.paths[0].rfit, 16) + f * 5e-6, 1e-18);
+  ck_assert_double_eq_tol(a.on[1].cold_fraction, 0.75, 1e-12); /* twosided: no point, its reuse distance alone */
+  roof_analysis_free(&a);
+  /* the gap unknown (roof_analyze), or not below the reuse distance: the reuse distance alone */
+  ck_assert_int_eq(roof_analyze(&dot, &p, 10, 64 * MIB, 0, &a), 0);
+  ck_assert_double_eq(a.gap_bytes, 0);
+  ck_assert_double_eq_tol(a.on[0].cold_fraction, 0.75, 1e-12);
+  roof_analysis_free(&a);
+  ck_assert_int_eq(roof_analyze_gap(&dot, &p, 10, 64 * MIB, 0, 48 * MIB, &a), 0);
+  ck_assert_double_eq(a.gap_bytes, 32 * MIB);
+  ck_assert_double_eq_tol(a.on[0].cold_fraction, 0.75, 1e-12);
+  roof_analysis_free(&a);
+  /* plans keep their reuse distance (the epoch curve at 32 MiB) */
+  ck_assert_int_eq(roof_analyze_gap(&halo, &p, 10, 64 * MIB, 0, 8 * MIB, &a), 0);
+  ck_assert_double_eq_tol(a.on[0].cold_fraction, 0.75, 1e-12);
+  roof_analysis_free(&a);
+  /* the share is clamped to 0..1: an epoch that warmed nothing (1) or everything (0) */
+  c->after_epoch.cold = 9e-6;
+  ck_assert_double_eq(roof_after_epoch_share(&p.paths[0]), 1);
+  ck_assert_int_eq(roof_analyze_gap(&dot, &p, 10, 64 * MIB, 0, 8 * MIB, &a), 0);
+  ck_assert_double_eq_tol(a.on[0].cold_fraction, 0.75, 1e-12);
+  roof_analysis_free(&a);
+  c->after_epoch.cold = 0.9e-6;
+  ck_assert_double_eq(roof_after_epoch_share(&p.paths[0]), 0);
+  ck_assert_int_eq(roof_analyze_gap(&dot, &p, 10, 64 * MIB, 0, 8 * MIB, &a), 0);
+  ck_assert_double_eq_tol(a.on[0].cold_fraction, 0.3, 1e-12);
+  roof_analysis_free(&a);
+  /* a reduction without a penalty has no share */
+  c->reduce.penalty = 0;
+  ck_assert_double_eq(roof_after_epoch_share(&p.paths[0]), -1);
+  c->reduce.penalty = 5e-6;
+  /* a device profile: reductions pay all of it, whatever the gap */
+  strcpy(p.memory, "device");
+  ck_assert_int_eq(roof_analyze_gap(&dot, &p, 10, 64 * MIB, 0, 8 * MIB, &a), 0);
+  ck_assert_double_eq(a.on[0].cold_fraction, 1);
+  roof_analysis_free(&a);
+  strcpy(p.memory, "host");
+  /* the run's gap: 64 MiB over 4 calls per iteration (2 of each site), capped by the footprint; 0 when unknown */
+  roof_site both[2] = {halo, dot};
+  roof_run r = {.iterations = 10, .bytes_per_iter = 64 * MIB, .sites = both, .nsites = 2};
+  ck_assert_double_eq(roof_run_gap_bytes(&r), 16 * MIB);
+  r.footprint = 12 * MIB;
+  ck_assert_double_eq(roof_run_gap_bytes(&r), 12 * MIB);
+  r.iterations = 0;
+  ck_assert_double_eq(roof_run_gap_bytes(&r), 0);
+  r.iterations = 10, r.bytes_per_iter = 0;
+  ck_assert_double_eq(roof_run_gap_bytes(&r), 0);
+  roof_profile_free(&p);
+}
+END_TEST
+
 START_TEST(cold_bytes_per_iteration) {
   /* deriv1d n = 2^20 on 2 ranks: 2^19 doubles per rank on each side, 14 vector passes of 4 MiB, 5 vectors */
   ck_assert_double_eq(roof_cgls_bytes(524288, 524288, 8, 0), 14 * 4 * MIB);
@@ -1550,6 +1623,7 @@ static Suite *suite(void) {
   tcase_add_test(cls, best_path_skips_poor_fits);
   tcase_add_test(cls, cold_fraction_from_curve);
   tcase_add_test(cls, cold_fraction_per_path_reduction_curve);
+  tcase_add_test(cls, cold_reduction_after_epoch);
   tcase_add_test(cls, cold_bytes_per_iteration);
   tcase_add_test(cls, cold_penalty_in_predictions);
   tcase_add_test(cls, accumulate_extra_in_predictions);
