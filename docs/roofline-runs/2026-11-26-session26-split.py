@@ -2,20 +2,9 @@
 import json,math,statistics as st,sys
 RHO_R={'rma.fence.shm':0.47,'rma.fence.mpi':0.34,'rma.pscw.shm':0.25,'rma.pscw.mpi':0.26,'rma.lock.shm':0.44,'rma.lock.mpi':0.31,'twosided':0.59}
 RHO_E={'rma.fence.shm':0.50,'rma.fence.mpi':0.50,'rma.pscw.shm':0.46,'rma.pscw.mpi':0.46,'rma.lock.shm':0.53,'rma.lock.mpi':0.30,'twosided':0.59}
-def fracs(bs,ts,warm):
-  n=len(ts); full=ts[-1]-warm
-  if not (warm>0) or not (full>=0.5*warm): return None
-  g=[0]*n; g[-1]=1
-  for i in range(n-2,-1,-1): g[i]=min(g[i+1],max(0,(ts[i]-warm)/full))
-  return g
-def cf(bs,ts,warm,d):
-  g=fracs(bs,ts,warm)
-  if g is None: return None
-  if d>=bs[-1]: return 1
-  if d<=bs[0]: return g[0]
-  i=1
-  while bs[i]<d: i+=1
-  w=math.log(d/bs[i-1])/math.log(bs[i]/bs[i-1]); return g[i-1]+w*(g[i]-g[i-1])
+import importlib.util,os  # the curve's fraction: the same rules as oldnew.py (and roofline/classify.c)
+_spec=importlib.util.spec_from_file_location('oldnew',os.path.join(os.path.dirname(os.path.abspath(__file__)),'2026-11-26-session26-oldnew.py'))
+_m=importlib.util.module_from_spec(_spec); _spec.loader.exec_module(_m); cf=_m.cf
 def pathfrac(prof,pname,kind,d):
   c=prof['cache']
   if kind=='reduce':
