@@ -196,7 +196,8 @@ double roof_add_extra(const roof_site *s, const roof_path *p) {
 }
 
 double roof_synced_offset(const roof_profile *prof, const roof_path *p) {
-  if (!device_profile(prof) || !p->add.has || !(p->add.insert > 0))
+  (void)prof; /* host and device alike (session 28) */
+  if (!p->add.has || !(p->add.insert > 0) || !(roof_time(&p->fit, 1, 8) > 0))
     return 0;
   return p->add.insert - roof_time(&p->fit, 1, 8);
 }
@@ -213,14 +214,16 @@ static double predict(const roof_site *s, const roof_path *p, double extra) {
   return roof_time(&p->fit, s->messages, s->bytes_per_message) + extra;
 }
 
-/* What a plan site pays on path @p p besides the fit: @p add (roof_add_extra) plus, on a device profile, the
- * timing offset (roof_synced_offset) per epoch, which never takes the fit below half of itself. */
+/* What a plan site pays on path @p p besides the fit: @p add (roof_add_extra) plus the timing offset
+ * (roof_synced_offset) per epoch, which never takes the fit below itself scaled by the two timings' ratio at
+ * 8 B (insert / T(1, 8 B)): an 8 B epoch is predicted as the measured one, larger epochs keep the fit's slope. */
 static double plan_extra(const roof_profile *prof, const roof_site *s, const roof_path *p, double add) {
   const double off = roof_synced_offset(prof, p);
   if (off == 0 || strcmp(s->kind, "plan") != 0 || s->messages <= 0)
     return add;
-  const double t = roof_time(&p->fit, s->messages, s->bytes_per_message);
-  return add + fmax(0.5 * t, t + off) - t;
+  const double t = roof_time(&p->fit, s->messages, s->bytes_per_message),
+               ratio = fmin(1, p->add.insert / roof_time(&p->fit, 1, 8));
+  return add + fmax(ratio * t, t + off) - t;
 }
 
 /* The measured time is spent inside rmaop's calls (or, for old trace files, the begin..end span, which

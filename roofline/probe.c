@@ -753,10 +753,11 @@ static void show_cold(const roof_path *p) {
              i + 1 < p->cold.nrcurve ? "," : " us\n");
   if (p->cold.nrcurve == 0)
     roof_msg(" smaller sweeps: not measured\n");
-  const roof_cold_point *a = &p->cold.after_epoch, *r = &p->cold.reduce;
+  const roof_cold_point *a = &p->cold.after_epoch;
+  const double rho = roof_after_epoch_share(p); /* the share the model uses: within 0..1, -1 without a penalty */
   if (p->cold.has_after_epoch)
     roof_msg("probe %s: the dot after the full sweep and an 8 B epoch: %.2f -> %.2f us (%.2f of its penalty)\n",
-             p->name, a->warm * 1e6, a->cold * 1e6, r->penalty > 0 ? fmax(0, a->cold - a->warm) / r->penalty : 0);
+             p->name, a->warm * 1e6, a->cold * 1e6, rho < 0 ? 0 : rho);
 }
 
 static void show_curve(const roof_cache *c) {

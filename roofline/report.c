@@ -75,8 +75,8 @@ void roof_report_profile_table(FILE *f, const roof_profile *p) {
     const double off = roof_synced_offset(p, q);
     if (off != 0)
       fprintf(f,
-              "%-16s timed as solver sites (streams drained, untimed): 8 B epoch %.2f us against the fit's %.2f: "
-              "plans %+.2f us per epoch\n",
+              "%-16s timed as solver sites (ranks met and streams drained, untimed): 8 B epoch %.2f us against "
+              "the fit's %.2f: plans %+.2f us per epoch\n",
               "", q->add.insert * US, roof_time(&q->fit, 1, 8) * US, off * US);
   }
   roof_report_cache(f, p);

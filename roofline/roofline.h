@@ -325,11 +325,12 @@ typedef struct {
 /* The accumulate extra per call that site @p s pays on path @p p: the path's roof_add_point.extra times the
  * share of the site's calls made in RMAOP_ADD mode (plans only; 0 when the probe did not measure it). */
 double roof_add_extra(const roof_site *s, const roof_path *p);
-/* Device memory: the fit's points are timed around the whole epoch up to the stream's completion, solver sites
- * as the time inside rmaop's calls with the stream drained, untimed, before each begin and end. The accumulate
- * point's INSERT epoch (8 B, one message) is timed the solver's way, so path @p p's plan sites on a device
- * profile are shifted by this, insert - T(1, 8 B), per epoch (negative where the untimed drains hold GPU work;
- * 0 on host profiles, where both timings are the same span, and where the probe did not measure the point). */
+/* The fit's points are timed around the whole epoch (on device memory up to the stream's completion), solver
+ * sites as the time inside rmaop's calls with the ranks met in a barrier (and the stream drained), untimed,
+ * before each begin and end. The accumulate point's INSERT epoch (8 B, one message) is timed the solver's way,
+ * so path @p p's plan sites are shifted by this, insert - T(1, 8 B), per epoch: negative where the untimed
+ * drains hold GPU work or the untimed barrier the message's flight (host twosided: 0.15 against the fit's
+ * 0.72 us on the 2-vCPU VM, session 28). 0 where the probe did not measure the point (older profiles). */
 double roof_synced_offset(const roof_profile *prof, const roof_path *p);
 /* Places @p s on every path of @p prof. @p iterations scales calls to per-iteration (0: per solve).
  * @p bytes_per_iter and @p footprint: what one rank streams and the distinct bytes it touches per solver

@@ -641,8 +641,10 @@ END_TEST
 START_TEST(accumulate_extra_in_predictions) {
   roof_profile p;
   make_profile(&p);
-  p.paths[0].add = (roof_add_point){.has = 1, .insert = 10e-6, .add = 18e-6, .extra = 8e-6, .reps = 41};
   const roof_fit *f0 = &p.paths[0].fit, *f1 = &p.paths[1].fit;
+  /* the insert as the fit has it: no timing offset (synced_offset), the extra alone */
+  p.paths[0].add = (roof_add_point){
+      .has = 1, .insert = roof_time(f0, 1, 8), .add = roof_time(f0, 1, 8) + 8e-6, .extra = 8e-6, .reps = 41};
   roof_site fwd = make_site("halo", "plan", 1, 8, 10e-6, 10), adj = make_site("halo^H", "plan", 1, 8, 18e-6, 10);
   roof_site half = adj, dot = make_site("dot", "reduce", 1, 40, 1e-6, 10);
   adj.calls_add = 10;
@@ -669,10 +671,10 @@ START_TEST(accumulate_extra_in_predictions) {
 }
 END_TEST
 
-/* Device memory: plan sites are shifted per epoch by the path's 8 B epoch timed as solver sites are (the
- * accumulate point's insert) minus the fit's T(1, 8 B); host profiles, reductions and paths without the point
- * are not; the shift never takes a prediction below half the fit. */
-START_TEST(device_synced_offset) {
+/* Plan sites, host and device profiles alike, are shifted per epoch by the path's 8 B epoch timed as solver
+ * sites are (the accumulate point's insert) minus the fit's T(1, 8 B); reductions and paths without the point
+ * are not; the shift never takes a prediction below the fit scaled by insert / T(1, 8 B). */
+START_TEST(synced_offset) {
   roof_profile p;
   make_profile(&p);
   p.paths[0].add = (roof_add_point){.has = 1, .insert = 0, .add = 0, .extra = 0, .reps = 41};
@@ -685,10 +687,11 @@ START_TEST(device_synced_offset) {
   roof_site dot = make_site("mdot", "reduce", 1, 40, 3e-6, 10);
   adj.calls_add = 10;
   roof_analysis a;
-  /* host profile: no shift */
-  ck_assert_double_eq(roof_synced_offset(&p, &p.paths[0]), 0);
+  /* host profile: the same shift (the untimed barriers hide what the fit's span counts) */
+  ck_assert_double_eq_tol(roof_synced_offset(&p, &p.paths[0]), -0.3 * t18, 1e-18);
   ck_assert_int_eq(roof_analyze(&halo, &p, 5, 0, 0, &a), 0);
-  ck_assert_double_eq_tol(a.on[0].predicted, roof_time(f0, 2, 1024), 1e-18);
+  ck_assert_double_eq_tol(a.on[0].predicted, roof_time(f0, 2, 1024) - 0.3 * t18, 1e-18);
+  ck_assert_double_eq_tol(a.on[1].predicted, roof_time(&p.paths[1].fit, 2, 1024), 1e-18);
   roof_analysis_free(&a);
   strcpy(p.memory, "device");
   for (int j = 0; j < p.npaths; ++j)
@@ -708,12 +711,20 @@ START_TEST(device_synced_offset) {
   ck_assert_int_eq(roof_analyze(&dot, &p, 5, 0, 0, &a), 0);
   ck_assert_double_eq_tol(a.on[0].predicted_warm, roof_reduce_time(&p.paths[0].rfit, 40), 1e-18);
   roof_analysis_free(&a);
-  /* a shift that would take the site under half its fit stops there */
-  p.paths[0].add.insert = 1e-9;
-  roof_site small = make_site("halo", "plan", 1, 8, 5e-6, 10);
+  /* an insert far under the fit: an 8 B epoch is predicted as the insert itself, a smaller one is not shifted
+   * below the fit scaled by insert / T(1, 8 B) (where the shift alone would give less) */
+  p.paths[0].add.insert = 0.05 * t18;
+  roof_site small = make_site("halo", "plan", 1, 8, 5e-6, 10), tiny = make_site("halo", "plan", 1, 4, 5e-6, 10);
   ck_assert_int_eq(roof_analyze(&small, &p, 5, 0, 0, &a), 0);
-  ck_assert_double_eq_tol(a.on[0].predicted, 0.5 * t18, 1e-18);
+  ck_assert_double_eq_tol(a.on[0].predicted, 0.05 * t18, 1e-18);
   roof_analysis_free(&a);
+  ck_assert_int_eq(roof_analyze(&tiny, &p, 5, 0, 0, &a), 0);
+  ck_assert_double_lt(roof_time(f0, 1, 4) - 0.95 * t18, 0.05 * roof_time(f0, 1, 4));
+  ck_assert_double_eq_tol(a.on[0].predicted, 0.05 * roof_time(f0, 1, 4), 1e-18);
+  roof_analysis_free(&a);
+  /* a fit whose T(1, 8 B) is not positive gives no shift */
+  p.paths[0].fit.alpha = -1;
+  ck_assert_double_eq(roof_synced_offset(&p, &p.paths[0]), 0);
   roof_profile_free(&p);
 }
 END_TEST
@@ -1628,7 +1639,7 @@ static Suite *suite(void) {
   tcase_add_test(cls, cold_penalty_in_predictions);
   tcase_add_test(cls, accumulate_extra_in_predictions);
   tcase_add_test(cls, device_reduction_after_dot);
-  tcase_add_test(cls, device_synced_offset);
+  tcase_add_test(cls, synced_offset);
   suite_add_tcase(s, cls);
   TCase *files = tcase_create("files");
   tcase_add_test(files, profile_round_trip);
