@@ -324,8 +324,8 @@ int roof_analyze_gap(const roof_site *s, const roof_profile *prof, int iteration
     if (strcmp(s->kind, "reduce") == 0 && p->has_rfit && a->on[j].predicted > 0)
       a->on[j].fitted_bw = site_bytes(s) / a->on[j].predicted;
     else if ((f > 0 || extra != 0) && a->on[j].fitted_bw > 0) {
-      /* a cold epoch pays its penalty, an accumulating one its extra, a device one its timing offset, on top
-       * of t_sync (the offset never takes the time below half the fit's) */
+      /* a cold epoch pays its penalty, an accumulating one its extra, every one its timing offset, on top of
+       * t_sync (the offset never takes the time below the fit's scaled by insert / T(1, 8 B); plan_extra) */
       const double per_call = site_bytes(s) / a->on[j].fitted_bw + f * pen + extra;
       if (per_call > 0)
         a->on[j].fitted_bw = site_bytes(s) / per_call;
