@@ -66,6 +66,7 @@ typedef struct {
   rmaop_vec piece[ROOF_SWEEP_MAX_PIECES]; /* ROOF_SWEEP_PIECE each, the last the remainder */
   int npiece;
   int next;         /* the piece the next sweep starts at */
+  int same;         /* every sweep starts at piece 0: the same bytes each time (measure_same_curve) */
   int end_barriers; /* after the last piece (sweep_barriers in the profile) */
   size_t bytes;
 } sweeper;
@@ -355,6 +356,8 @@ static void sweep(sweeper *sw, size_t bytes) {
   const size_t per_chunk = ROOF_SWEEP_CHUNK / ROOF_SWEEP_PIECE;
   size_t n = (bytes + ROOF_SWEEP_PIECE - 1) / ROOF_SWEEP_PIECE;
   n = n < (size_t)sw->npiece ? n : (size_t)sw->npiece;
+  if (sw->same)
+    sw->next = 0;
   for (size_t k = 0; k < n; ++k) {
     (void)rmaop_vec_scale(sw->piece[sw->next], -1.0); /* a host vector of this context: cannot fail; stays +-1 */
     sw->next = (sw->next + 1) % sw->npiece;
@@ -511,6 +514,20 @@ static int measure_curve(epoch_state *e, sweeper *sw, int reps, const char *path
 static int measure_reduce_curve(dot_state *d, sweeper *sw, int reps, roof_cold *c) {
   return time_curve(dot_run, d, sw, ROOF_RCURVE_FIRST, ROOF_RCURVE_LAST, reps, c->rcurve_bytes, c->rcurve_t,
                     &c->nrcurve);
+}
+
+/* The same dot after re-writing the same bytes (the first pieces of the ring) before every repetition, over
+ * the reduction curve's sizes: a solver re-reads its footprint every iteration, and where both ranks' footprint
+ * fits the LLC and nothing else evicts it, its reductions pay less than after fresh bytes (session 28). The
+ * fresh sweeps go on where they stopped. Collective. */
+static int measure_same_curve(dot_state *d, sweeper *sw, int reps, roof_cold *c) {
+  const int next = sw->next;
+  sw->same = 1;
+  const int st = time_curve(dot_run, d, sw, ROOF_RCURVE_FIRST, ROOF_RCURVE_LAST, reps, c->scurve_bytes, c->scurve_t,
+                            &c->nscurve);
+  sw->same = 0;
+  sw->next = next;
+  return st;
 }
 
 /* ---- two operations in turns -------------------------------------------------------------------------- */
@@ -758,6 +775,11 @@ static void show_cold(const roof_path *p) {
   if (p->cold.has_after_epoch)
     roof_msg("probe %s: the dot after the full sweep and an 8 B epoch: %.2f -> %.2f us (%.2f of its penalty)\n",
              p->name, a->warm * 1e6, a->cold * 1e6, rho < 0 ? 0 : rho);
+  if (p->cold.nscurve > 0)
+    roof_msg("probe %s: the dot after the same bytes again (not used by the model):", p->name);
+  for (int i = 0; i < p->cold.nscurve; ++i)
+    roof_msg(" %.0f MiB: %.2f%s", p->cold.scurve_bytes[i] / 1048576, p->cold.scurve_t[i] * 1e6,
+             i + 1 < p->cold.nscurve ? "," : " us\n");
 }
 
 static void show_curve(const roof_cache *c) {
@@ -789,6 +811,8 @@ static void probe_cold(rmaop_ctx ctx, const roof_probe_options *o, sweeper *sw, 
   after_epoch_state a = {&e, &d}; /* a failure loses this point alone (the model then uses the reuse distance) */
   if (!bad)
     c->has_after_epoch = !time_cold(after_epoch_run, &a, sw, sw->bytes, o->cold_reps, &c->after_epoch);
+  if (!bad && measure_same_curve(&d, sw, o->cold_reps, c)) /* a failure loses this curve alone */
+    c->nscurve = 0;
   epoch_free(&e);
   rmaop_vec_destroy(&d.x);
   if (bad) {

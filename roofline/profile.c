@@ -1,7 +1,7 @@
 /* Machine profiles: the probe's raw medians and the fitted model per path, as JSON (format
  * "rmaop-roofline-profile", version 1). The reader accepts exactly what the writer produces (plus extra
  * members, ignored) and names the file and the field of anything missing or malformed. The cold-cache members
- * ("cache" at the top, "cold" per path, with its optional "reduce_curve") and the accumulate point
+ * ("cache" at the top, "cold" per path, with its optional "reduce_curve" and "reduce_curve_same_bytes") and the accumulate point
  * ("accumulate" per path) are optional:
  * profiles of older probes lack them and load with no cold term and no accumulate extra. */
 #include "roofline.h"
@@ -127,6 +127,11 @@ static void write_cold_point(FILE *f, const char *key, const roof_cold_point *c,
   fprintf(f, "\"reps\": %d}", c->reps);
 }
 
+static void write_curve_points(FILE *f, const double *bytes, const double *t, int n) {
+  for (int i = 0; i < n; ++i)
+    fprintf(f, "%s{\"bytes\": %.0f, \"t\": %.9g}", i ? ", " : "", bytes[i], t[i]);
+}
+
 /* Written only when measured: a profile without "cold" is one from an older probe (or device memory). */
 static void write_cold(FILE *f, const roof_cold *c) {
   if (!c->has_epoch && !c->has_reduce)
@@ -143,8 +148,12 @@ static void write_cold(FILE *f, const roof_cold *c) {
   }
   if (c->has_reduce && c->nrcurve > 0) {
     fputs(",\n    \"reduce_curve\": [", f);
-    for (int i = 0; i < c->nrcurve; ++i)
-      fprintf(f, "%s{\"bytes\": %.0f, \"t\": %.9g}", i ? ", " : "", c->rcurve_bytes[i], c->rcurve_t[i]);
+    write_curve_points(f, c->rcurve_bytes, c->rcurve_t, c->nrcurve);
+    fputs("]", f);
+  }
+  if (c->has_reduce && c->nscurve > 0) {
+    fputs(",\n    \"reduce_curve_same_bytes\": [", f);
+    write_curve_points(f, c->scurve_bytes, c->scurve_t, c->nscurve);
     fputs("]", f);
   }
   if (c->has_reduce && c->has_after_epoch) {
@@ -179,8 +188,7 @@ static void write_cache(FILE *f, const roof_cache *c) {
   fputs(",\n  ", f);
   write_num(f, "curve_warm", c->curve_warm, 1);
   fputs("\"curve\": [", f);
-  for (int i = 0; i < c->ncurve; ++i)
-    fprintf(f, "%s{\"bytes\": %.0f, \"t\": %.9g}", i ? ", " : "", c->curve_bytes[i], c->curve_t[i]);
+  write_curve_points(f, c->curve_bytes, c->curve_t, c->ncurve);
   fputs("],\n  \"rule\": \"a site whose solver touches d bytes per rank between two of its calls pays, per call, the "
         "fraction (t(d) - curve_warm) / (t(sweep_bytes) - curve_warm) of its path's cold penalty (curve t "
         "interpolated in log d, nondecreasing)\"},\n",
@@ -466,12 +474,15 @@ static int read_cold(reader *r, const json_value *path, roof_cold *c) {
     st = read_cold_point(r, o, "reduce", &c->reduce);
   if (!st && c->has_reduce && json_get(o, "reduce_curve"))
     st = read_curve_points(r, o, "reduce_curve", c->sweep_bytes, c->rcurve_bytes, c->rcurve_t, &c->nrcurve);
+  if (!st && c->has_reduce && json_get(o, "reduce_curve_same_bytes"))
+    st = read_curve_points(r, o, "reduce_curve_same_bytes", c->sweep_bytes, c->scurve_bytes, c->scurve_t,
+                           &c->nscurve);
   c->has_after_epoch = !st && c->has_reduce && json_get(o, "reduce_after_epoch");
   if (c->has_after_epoch)
     st = read_cold_point(r, o, "reduce_after_epoch", &c->after_epoch);
   r->where[len] = 0;
   if (st)
-    c->has_epoch = c->has_reduce = c->nrcurve = c->has_after_epoch = 0;
+    c->has_epoch = c->has_reduce = c->nrcurve = c->nscurve = c->has_after_epoch = 0;
   return st ? -1 : 0;
 }
 

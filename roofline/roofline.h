@@ -126,6 +126,13 @@ typedef struct {
    * takes away (a solver's reduction follows its matvec's halo; roof_after_epoch_share). Absent in older profiles. */
   int has_after_epoch;
   roof_cold_point after_epoch;
+  /* Host memory, probes since session 28: the same dot's cold median after re-writing the same scurve_bytes[i]
+   * per rank before every repetition (the first pieces of the sweep's ring each time, as a solver re-reads its
+   * footprint), where the reduction curve above writes fresh bytes. Recorded, not used by the model yet: in a
+   * quiet phase of the 2-vCPU VM a solver whose two ranks' footprint fits the LLC paid none of the fresh-bytes
+   * fraction (docs/roofline-runs/2026-11-26-session28-host.md). Absent (nscurve 0) in older profiles. */
+  int nscurve;
+  double scurve_bytes[ROOF_MAX_CURVE], scurve_t[ROOF_MAX_CURVE];
 } roof_cold;
 
 /* The price of accumulating: the 8-byte epoch (n = 1) in RMAOP_INSERT and in RMAOP_ADD mode, timed in turns

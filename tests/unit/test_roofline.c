@@ -879,6 +879,10 @@ START_TEST(profile_round_trip_cold) {
   add_reduce_curve(&p);
   p.paths[0].cold.has_after_epoch = 1; /* the dot after an epoch: lock.shm only, twosided without */
   p.paths[0].cold.after_epoch = (roof_cold_point){.warm = 1.1e-6, .cold = 2.5e-6, .penalty = 1.4e-6, .reps = 9};
+  roof_cold *c0 = &p.paths[0].cold; /* the same-bytes curve: lock.shm only */
+  c0->nscurve = 2;
+  c0->scurve_bytes[0] = 2 * MIB, c0->scurve_t[0] = 1.2e-6;
+  c0->scurve_bytes[1] = 8 * MIB, c0->scurve_t[1] = 1.3e-6;
   const char *file = scratch("profile-cold.json");
   ck_assert_int_eq(roof_profile_write(&p, file, err, sizeof err), 0);
   ck_assert_msg(roof_profile_read(file, &q, err, sizeof err) == 0, "%s", err);
@@ -907,6 +911,9 @@ START_TEST(profile_round_trip_cold) {
     ck_assert_int_eq(y->nrcurve, x->nrcurve);
     for (int i = 0; i < x->nrcurve; ++i)
       ck_assert(y->rcurve_bytes[i] == x->rcurve_bytes[i] && rel(y->rcurve_t[i], x->rcurve_t[i]) < 1e-8);
+    ck_assert_int_eq(y->nscurve, x->nscurve);
+    for (int i = 0; i < x->nscurve; ++i)
+      ck_assert(y->scurve_bytes[i] == x->scurve_bytes[i] && rel(y->scurve_t[i], x->scurve_t[i]) < 1e-8);
     ck_assert_int_eq(y->has_after_epoch, x->has_after_epoch);
     ck_assert(rel(y->after_epoch.cold, x->after_epoch.cold) < 1e-8 || !x->has_after_epoch);
     ck_assert(rel(y->after_epoch.warm, x->after_epoch.warm) < 1e-8 || !x->has_after_epoch);
@@ -914,6 +921,9 @@ START_TEST(profile_round_trip_cold) {
   }
   ck_assert_int_eq(q.paths[0].cold.has_after_epoch, 1);
   ck_assert_int_eq(q.paths[0].cold.nrcurve, 2);
+  ck_assert_int_eq(q.paths[0].cold.nscurve, 2);
+  ck_assert_int_eq(q.paths[1].cold.nscurve, 0);
+  /* recorded, not used: the fraction is the fresh curve's */
   ck_assert_double_eq_tol(roof_path_cold_fraction(&q.cache, &q.paths[0], "reduce", 8 * MIB), 0.3, 1e-8);
   ck_assert_double_eq_tol(roof_cold_penalty(&q.paths[0], "reduce"), 5e-6, 1e-15);
   ck_assert_double_eq_tol(roof_cold_penalty(&q.paths[1], "reduce"), 3e-6, 1e-15);
@@ -992,6 +1002,11 @@ START_TEST(profile_rejects_bad_files) {
   snprintf(buf, sizeof buf, "%s%s%s, \"cold\": {\"sweep_bytes\": 1e8, %s, \"reduce_curve\": {}}}]}", head, path, fit,
            red);
   expect_profile_error(buf, "paths[0].cold.reduce_curve");
+  snprintf(buf, sizeof buf,
+           "%s%s%s, \"cold\": {\"sweep_bytes\": 1e8, %s, \"reduce_curve_same_bytes\": [{\"bytes\": 2e6, "
+           "\"t\": 2e-6}, {\"bytes\": 2e8, \"t\": 3e-6}]}}]}",
+           head, path, fit, red);
+  expect_profile_error(buf, "paths[0].cold.reduce_curve_same_bytes: bytes must stay below the full sweep");
   snprintf(buf, sizeof buf,
            "%s%s%s, \"cold\": {\"sweep_bytes\": 1e8, %s, \"reduce_after_epoch\": {\"count\": 1, \"warm\": 1e-6, "
            "\"cold\": 2e-6, \"penalty\": 1e-6}}}]}",
