@@ -523,8 +523,8 @@ static int measure_reduce_curve(dot_state *d, sweeper *sw, int reps, roof_cold *
 static int measure_same_curve(dot_state *d, sweeper *sw, int reps, roof_cold *c) {
   const int next = sw->next;
   sw->same = 1;
-  const int st = time_curve(dot_run, d, sw, ROOF_RCURVE_FIRST, ROOF_RCURVE_LAST, reps, c->scurve_bytes, c->scurve_t,
-                            &c->nscurve);
+  const int st =
+      time_curve(dot_run, d, sw, ROOF_RCURVE_FIRST, ROOF_RCURVE_LAST, reps, c->scurve_bytes, c->scurve_t, &c->nscurve);
   sw->same = 0;
   sw->next = next;
   return st;

@@ -1,9 +1,9 @@
 /* Machine profiles: the probe's raw medians and the fitted model per path, as JSON (format
  * "rmaop-roofline-profile", version 1). The reader accepts exactly what the writer produces (plus extra
  * members, ignored) and names the file and the field of anything missing or malformed. The cold-cache members
- * ("cache" at the top, "cold" per path, with its optional "reduce_curve" and "reduce_curve_same_bytes") and the accumulate point
- * ("accumulate" per path) are optional:
- * profiles of older probes lack them and load with no cold term and no accumulate extra. */
+ * ("cache" at the top, "cold" per path, with its optional "reduce_curve" and "reduce_curve_same_bytes") and the
+ * accumulate point ("accumulate" per path) are optional: profiles of older probes lack them and load with no
+ * cold term and no accumulate extra. */
 #include "roofline.h"
 
 #include <errno.h>
@@ -475,8 +475,7 @@ static int read_cold(reader *r, const json_value *path, roof_cold *c) {
   if (!st && c->has_reduce && json_get(o, "reduce_curve"))
     st = read_curve_points(r, o, "reduce_curve", c->sweep_bytes, c->rcurve_bytes, c->rcurve_t, &c->nrcurve);
   if (!st && c->has_reduce && json_get(o, "reduce_curve_same_bytes"))
-    st = read_curve_points(r, o, "reduce_curve_same_bytes", c->sweep_bytes, c->scurve_bytes, c->scurve_t,
-                           &c->nscurve);
+    st = read_curve_points(r, o, "reduce_curve_same_bytes", c->sweep_bytes, c->scurve_bytes, c->scurve_t, &c->nscurve);
   c->has_after_epoch = !st && c->has_reduce && json_get(o, "reduce_after_epoch");
   if (c->has_after_epoch)
     st = read_cold_point(r, o, "reduce_after_epoch", &c->after_epoch);
