@@ -195,8 +195,7 @@ double roof_add_extra(const roof_site *s, const roof_path *p) {
   return p->add.extra * fmin(1, s->calls_add / s->calls);
 }
 
-double roof_synced_offset(const roof_profile *prof, const roof_path *p) {
-  (void)prof; /* host and device alike (session 28) */
+double roof_synced_offset(const roof_path *p) {
   if (!p->add.has || !(p->add.insert > 0) || !(roof_time(&p->fit, 1, 8) > 0))
     return 0;
   return p->add.insert - roof_time(&p->fit, 1, 8);
@@ -217,8 +216,8 @@ static double predict(const roof_site *s, const roof_path *p, double extra) {
 /* What a plan site pays on path @p p besides the fit: @p add (roof_add_extra) plus the timing offset
  * (roof_synced_offset) per epoch, which never takes the fit below itself scaled by the two timings' ratio at
  * 8 B (insert / T(1, 8 B)): an 8 B epoch is predicted as the measured one, larger epochs keep the fit's slope. */
-static double plan_extra(const roof_profile *prof, const roof_site *s, const roof_path *p, double add) {
-  const double off = roof_synced_offset(prof, p);
+static double plan_extra(const roof_site *s, const roof_path *p, double add) {
+  const double off = roof_synced_offset(p);
   if (off == 0 || strcmp(s->kind, "plan") != 0 || s->messages <= 0)
     return add;
   const double t = roof_time(&p->fit, s->messages, s->bytes_per_message),
@@ -309,7 +308,7 @@ int roof_analyze_gap(const roof_site *s, const roof_profile *prof, int iteration
   a->gap_bytes = a->reuse_bytes > 0 && gap_bytes > 0 ? fmin(gap_bytes, a->reuse_bytes) : 0;
   for (int j = 0; j < prof->npaths; ++j) {
     const roof_path *p = &prof->paths[j];
-    const double n = s->messages > 0 ? s->messages : 1, extra = plan_extra(prof, s, p, roof_add_extra(s, p)),
+    const double n = s->messages > 0 ? s->messages : 1, extra = plan_extra(s, p, roof_add_extra(s, p)),
                  warm = predict(s, p, extra), pen = roof_cold_penalty(p, s->kind),
                  f = site_cold_fraction(prof, s, p, a->reuse_bytes, a->gap_bytes);
     a->on[j] = (roof_onpath){.path = p,

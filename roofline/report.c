@@ -72,7 +72,7 @@ void roof_report_profile_table(FILE *f, const roof_profile *p) {
     if (q->add.has)
       fprintf(f, "%-16s accumulate: 8 B epoch insert %.2f us, add %.2f us (+%.2f per RMAOP_ADD call)\n", "",
               q->add.insert * US, q->add.add * US, q->add.extra * US);
-    const double off = roof_synced_offset(p, q);
+    const double off = roof_synced_offset(q);
     if (off != 0)
       fprintf(f,
               "%-16s timed as solver sites (ranks met and streams drained, untimed): 8 B epoch %.2f us against "
@@ -376,7 +376,7 @@ static void json_profile_summary(FILE *f, const roof_profile *prof) {
     json_kv_num(f, "cold_penalty_epoch", roof_cold_penalty(&prof->paths[j], "plan"), 1);
     json_kv_num(f, "cold_penalty_reduce", roof_cold_penalty(&prof->paths[j], "reduce"), 1);
     json_kv_num(f, "accumulate_extra", prof->paths[j].add.has ? prof->paths[j].add.extra : 0, 1);
-    json_kv_num(f, "synced_offset_epoch", roof_synced_offset(prof, &prof->paths[j]), 1);
+    json_kv_num(f, "synced_offset_epoch", roof_synced_offset(&prof->paths[j]), 1);
     json_kv_str(f, "fit", fit->poor ? "poor" : "good", 0);
     fputs("}", f);
   }

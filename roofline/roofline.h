@@ -338,7 +338,7 @@ double roof_add_extra(const roof_site *s, const roof_path *p);
  * so path @p p's plan sites are shifted by this, insert - T(1, 8 B), per epoch: negative where the untimed
  * drains hold GPU work or the untimed barrier the message's flight (host twosided: 0.15 against the fit's
  * 0.72 us on the 2-vCPU VM, session 28). 0 where the probe did not measure the point (older profiles). */
-double roof_synced_offset(const roof_profile *prof, const roof_path *p);
+double roof_synced_offset(const roof_path *p);
 /* Places @p s on every path of @p prof. @p iterations scales calls to per-iteration (0: per solve).
  * @p bytes_per_iter and @p footprint: what one rank streams and the distinct bytes it touches per solver
  * iteration (0: unknown: warm); the site's reuse distance is min(footprint, bytes_per_iter / its calls per

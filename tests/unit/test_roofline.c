@@ -688,7 +688,7 @@ START_TEST(synced_offset) {
   adj.calls_add = 10;
   roof_analysis a;
   /* host profile: the same shift (the untimed barriers hide what the fit's span counts) */
-  ck_assert_double_eq_tol(roof_synced_offset(&p, &p.paths[0]), -0.3 * t18, 1e-18);
+  ck_assert_double_eq_tol(roof_synced_offset(&p.paths[0]), -0.3 * t18, 1e-18);
   ck_assert_int_eq(roof_analyze(&halo, &p, 5, 0, 0, &a), 0);
   ck_assert_double_eq_tol(a.on[0].predicted, roof_time(f0, 2, 1024) - 0.3 * t18, 1e-18);
   ck_assert_double_eq_tol(a.on[1].predicted, roof_time(&p.paths[1].fit, 2, 1024), 1e-18);
@@ -696,8 +696,8 @@ START_TEST(synced_offset) {
   strcpy(p.memory, "device");
   for (int j = 0; j < p.npaths; ++j)
     strcpy(p.paths[j].memory, "device");
-  ck_assert_double_eq_tol(roof_synced_offset(&p, &p.paths[0]), -0.3 * t18, 1e-18);
-  ck_assert_double_eq(roof_synced_offset(&p, &p.paths[1]), 0); /* no accumulate point there */
+  ck_assert_double_eq_tol(roof_synced_offset(&p.paths[0]), -0.3 * t18, 1e-18);
+  ck_assert_double_eq(roof_synced_offset(&p.paths[1]), 0); /* no accumulate point there */
   ck_assert_int_eq(roof_analyze(&halo, &p, 5, 0, 0, &a), 0);
   ck_assert_double_eq_tol(a.on[0].predicted, roof_time(f0, 2, 1024) - 0.3 * t18, 1e-18);
   ck_assert_double_eq_tol(a.on[0].fitted_bw, 2048 / (2048 / roof_fitted_bw(f0, 2, 1024) - 0.3 * t18), 1e-6);
@@ -724,7 +724,7 @@ START_TEST(synced_offset) {
   roof_analysis_free(&a);
   /* a fit whose T(1, 8 B) is not positive gives no shift */
   p.paths[0].fit.alpha = -1;
-  ck_assert_double_eq(roof_synced_offset(&p, &p.paths[0]), 0);
+  ck_assert_double_eq(roof_synced_offset(&p.paths[0]), 0);
   roof_profile_free(&p);
 }
 END_TEST
