@@ -201,6 +201,14 @@ double roof_synced_offset(const roof_path *p) {
   return p->add.insert - roof_time(&p->fit, 1, 8);
 }
 
+double roof_overlap_share(const roof_site *s, const roof_path *p) {
+  const roof_cold *c = &p->cold;
+  if (!c->has_overlap || !(c->overlap_seconds > 0) || strcmp(s->kind, "plan") != 0 || !(s->calls > 0) ||
+      !(s->time_inside > 0) || !(s->time_total > s->time_inside))
+    return 0;
+  return fmin(1, (s->time_total - s->time_inside) / s->calls / c->overlap_seconds);
+}
+
 /* Model time of the site on one path. Reductions use the path's reduction fit when the probe made one:
  * an allreduce is not a neighbour epoch, and the plan model would miss its algorithm. A plan pays @p extra on
  * top of the fit (plan_extra: the accumulate extra of its RMAOP_ADD calls and a device profile's timing
@@ -310,22 +318,24 @@ int roof_analyze_gap(const roof_site *s, const roof_profile *prof, int iteration
     const roof_path *p = &prof->paths[j];
     const double n = s->messages > 0 ? s->messages : 1, extra = plan_extra(s, p, roof_add_extra(s, p)),
                  warm = predict(s, p, extra), pen = roof_cold_penalty(p, s->kind),
-                 f = site_cold_fraction(prof, s, p, a->reuse_bytes, a->gap_bytes);
+                 f = site_cold_fraction(prof, s, p, a->reuse_bytes, a->gap_bytes),
+                 ov = s->messages > 0 ? roof_overlap_share(s, p) * p->cold.overlap.penalty : 0;
     a->on[j] = (roof_onpath){.path = p,
                              .pure_bw = roof_pure_bw(&p->fit, n, s->bytes_per_message),
                              .fitted_bw = roof_fitted_bw(&p->fit, n, s->bytes_per_message),
                              .elbow = roof_elbow(&p->fit, n),
-                             .predicted = warm + f * pen,
+                             .predicted = warm + f * pen + ov,
                              .predicted_warm = warm,
                              .penalty = pen,
                              .cold_fraction = f};
     /* A reduction's attainable rate is what the path's reduction fit allows, not one neighbour epoch's. */
     if (strcmp(s->kind, "reduce") == 0 && p->has_rfit && a->on[j].predicted > 0)
       a->on[j].fitted_bw = site_bytes(s) / a->on[j].predicted;
-    else if ((f > 0 || extra != 0) && a->on[j].fitted_bw > 0) {
-      /* a cold epoch pays its penalty, an accumulating one its extra, every one its timing offset, on top of
-       * t_sync (the offset never takes the time below the fit's scaled by insert / T(1, 8 B); plan_extra) */
-      const double per_call = site_bytes(s) / a->on[j].fitted_bw + f * pen + extra;
+    else if ((f > 0 || extra != 0 || ov > 0) && a->on[j].fitted_bw > 0) {
+      /* a cold epoch pays its penalty, an accumulating one its extra, an overlapped one its overlap penalty,
+       * every one its timing offset, on top of t_sync (the offset never takes the time below the fit's scaled by
+       * insert / T(1, 8 B); plan_extra) */
+      const double per_call = site_bytes(s) / a->on[j].fitted_bw + f * pen + extra + ov;
       if (per_call > 0)
         a->on[j].fitted_bw = site_bytes(s) / per_call;
     }

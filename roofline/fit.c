@@ -207,6 +207,28 @@ double roof_median(const double *v, int n) {
   return m;
 }
 
+double roof_rank_point(const double *t, int nranks, size_t stride, int reps, int per_rank) {
+  if (nranks <= 0 || reps <= 0)
+    return 0;
+  double point = 0;
+  if (per_rank) {
+    for (int r = 0; r < nranks; ++r)
+      point = fmax(point, roof_median(t + (size_t)r * stride, reps));
+    return point;
+  }
+  double *m = malloc((size_t)reps * sizeof *m);
+  if (!m)
+    return -1;
+  for (int i = 0; i < reps; ++i) {
+    m[i] = t[i];
+    for (int r = 1; r < nranks; ++r)
+      m[i] = fmax(m[i], t[(size_t)r * stride + (size_t)i]);
+  }
+  point = roof_median(m, reps);
+  free(m);
+  return point;
+}
+
 /* Relative residuals of a model over the points: median and max of |T_fit - T| / T. */
 static void plan_quality(roof_fit *f, const roof_point *pts, int npts) {
   double *r = malloc((size_t)npts * sizeof *r), mx = 0;

@@ -15,7 +15,8 @@
  * max_reps], decided from the slowest rank's warm-up so every rank runs the same count; each
  * repetition counts as its slowest rank (MPI_MAX over ranks), and the point is the median repetition.
  * A reduction is timed as a solver's reduction site is: its time inside rmaop's calls under
- * RMAOP_TRACE_SYNCED (reduce_run), without rmaop_allreduce's argument agreement.
+ * RMAOP_TRACE_SYNCED (reduce_run), without rmaop_allreduce's argument agreement, and read as one: each rank's
+ * median repetition, then the slowest rank's (rank_points; so are the accumulate point and the cold points).
  *
  * Cold points (host memory): the same epoch of one 8-byte message and a one-element dot (dot_run), timed right after
  * every rank wrote a scratch buffer of 4x the last-level cache (at most 256 MiB; 64 MiB when the LLC is unknown),
@@ -275,42 +276,81 @@ static int dot_setup(rmaop_ctx ctx, dot_state *d) {
 
 /* ---- timing ------------------------------------------------------------------------------------------- */
 
-/* Runs @p op once: its own time when it measures one, else the wall time. */
-static double run_timed(roof_op op, void *arg, rmaop_status *st) {
-  double own = -1, t0 = MPI_Wtime();
-  *st = op(arg, &own);
+/* Runs @p op once: its own time when it measures one, else the wall time. Clears *@p own when it did not
+ * measure itself. */
+static double run_timed(roof_op op, void *arg, rmaop_status *st, int *own) {
+  double mine = -1, t0 = MPI_Wtime();
+  *st = op(arg, &mine);
   const double wall = MPI_Wtime() - t0;
-  return own >= 0 ? own : wall;
+  *own = *own && mine >= 0;
+  return mine >= 0 ? mine : wall;
 }
 
-/* Median over repetitions of the slowest rank's time. Collective. Returns 0, or -1 when the operation
- * failed on some rank. */
+/* The points of @p nseg runs of repetitions, one after the other in @p t (@p len[k] each), into @p point[k].
+ * Collective; returns -1 when @p failed on some rank.
+ *   - Operations timed as solver sites (@p own: every repetition measured itself, synced_inside) are read as
+ *     rmaop-bench and `run` read a solver's site: each rank's median repetition, then the slowest rank's
+ *     (trace.c's per-call median, MPI_MAX over ranks in bench/rmaop_bench.c and run.c). Until session 29 they
+ *     were read as below, and the two differ where the ranks take turns waiting: on the 2-vCPU VM a fence
+ *     epoch's barrier then costs one rank 0.25 us and the other 1.1, swapping every repetition, so every
+ *     repetition's slowest rank took 1.1 us where each rank's median was 0.55, and which of the two patterns a
+ *     loop fell into changed from run to run (rma.fence.shm's reduction fit read 0.6 or 1.05 us in 12 probes,
+ *     the bench 0.67 in every round; docs/roofline-runs/2026-11-27-session29-host.md).
+ *   - Wall-time spans (the fit's epochs, as bench/halo_bench.c and OSU): every repetition counts as its slowest
+ *     rank, and the point is the median repetition. */
+static int rank_points(double *t, const int *len, int nseg, int own, int failed, double *point) {
+  int n = 0, size = 1, bad, any = 0;
+  for (int k = 0; k < nseg; ++k)
+    n += len[k];
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  double *all = malloc((size_t)size * (size_t)n * sizeof *all);
+  bad = !all || failed;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (any) {
+    free(all);
+    return -1;
+  }
+  MPI_Allgather(t, n, MPI_DOUBLE, all, n, MPI_DOUBLE, MPI_COMM_WORLD);
+  for (int k = 0, at = 0; k < nseg; at += len[k++])
+    point[k] = roof_rank_point(all + at, size, (size_t)n, len[k], own);
+  free(all);
+  for (int k = 0; k < nseg; ++k)
+    bad |= point[k] < 0;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return any ? -1 : 0;
+}
+
+/* The point of @p op (rank_points): its repetition count adapts so the point gets ~point_ms of timed work.
+ * Collective. Returns 0, or -1 when the operation failed on some rank. */
 static int time_op(roof_op op, void *arg, const roof_probe_options *o, double *median, int *reps_out) {
   rmaop_status st = RMAOP_OK;
   double warm = 0;
+  int own = 1;
   for (int w = 0; w < 2 && st == RMAOP_OK; ++w) {
     MPI_Barrier(MPI_COMM_WORLD);
-    warm = run_timed(op, arg, &st);
+    warm = run_timed(op, arg, &st, &own);
   }
   double v[2] = {st != RMAOP_OK, warm}, r[2];
   MPI_Allreduce(v, r, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   if (r[0] > 0)
     return -1;
-  int reps = (int)fmin(o->max_reps, fmax(o->min_reps, ceil(o->point_ms * 1e-3 / fmax(r[1], 1e-7))));
-  double *t = calloc((size_t)reps + 1, sizeof *t);
-  if (!t)
+  const int reps = (int)fmin(o->max_reps, fmax(o->min_reps, ceil(o->point_ms * 1e-3 / fmax(r[1], 1e-7))));
+  double *t = calloc((size_t)reps, sizeof *t);
+  int bad = !t, any = 0;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (any) {
+    free(t);
     return -1;
+  }
   for (int i = 0; i < reps && st == RMAOP_OK; ++i) {
     MPI_Barrier(MPI_COMM_WORLD);
-    t[i] = run_timed(op, arg, &st);
+    t[i] = run_timed(op, arg, &st, &own);
   }
-  t[reps] = st != RMAOP_OK; /* the failure flag travels with the times */
-  MPI_Allreduce(MPI_IN_PLACE, t, reps + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  int failed = t[reps] > 0;
-  *median = roof_median(t, reps);
+  MPI_Allreduce(MPI_IN_PLACE, &own, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  const int failed = rank_points(t, &reps, 1, own, st != RMAOP_OK, median);
   *reps_out = reps;
   free(t);
-  return failed ? -1 : 0;
+  return failed;
 }
 
 /* ---- cold timing ------------------------------------------------------------------------------------------ */
@@ -446,33 +486,33 @@ static int sweeper_create(sweeper *sw, roof_cache *c) {
   return 0;
 }
 
-/* Cold and warm medians of one operation, paired. Each repetition: sweep @p bytes (untimed; fresh bytes, and
+/* Cold and warm points of one operation, paired. Each repetition: sweep @p bytes (untimed; fresh bytes, and
  * barriers only where the ranks outnumber the cores), time the operation cold, then ROOF_WARM_PER_COLD times
- * barrier + operation warm. Every repetition counts as its slowest rank. Collective; returns 0, or -1 when the
- * operation failed somewhere. */
+ * barrier + operation warm; each set is read by rank_points. Collective; returns 0, or -1 when the operation
+ * failed somewhere. */
 static int time_cold(roof_op op, void *arg, sweeper *sw, size_t bytes, int reps, roof_cold_point *out) {
-  double t[ROOF_COLD_MAX_REPS * (1 + ROOF_WARM_PER_COLD) + 1];
+  double t[ROOF_COLD_MAX_REPS * (1 + ROOF_WARM_PER_COLD)] = {0}, point[2];
   rmaop_status st = RMAOP_OK;
+  int own = 1;
   reps = reps < ROOF_COLD_MAX_REPS ? reps : ROOF_COLD_MAX_REPS;
-  const int nt = reps * (1 + ROOF_WARM_PER_COLD);
+  const int nt = reps * (1 + ROOF_WARM_PER_COLD), len[2] = {reps, nt - reps};
   for (int w = 0; w < 2 && st == RMAOP_OK; ++w) {
     MPI_Barrier(MPI_COMM_WORLD);
-    (void)run_timed(op, arg, &st);
+    (void)run_timed(op, arg, &st, &own);
   }
   for (int i = 0; i < reps && st == RMAOP_OK; ++i) {
     sweep(sw, bytes);
-    t[i] = run_timed(op, arg, &st);
+    t[i] = run_timed(op, arg, &st, &own);
     for (int w = 0; w < ROOF_WARM_PER_COLD && st == RMAOP_OK; ++w) {
       MPI_Barrier(MPI_COMM_WORLD);
-      t[reps + i * ROOF_WARM_PER_COLD + w] = run_timed(op, arg, &st);
+      t[reps + i * ROOF_WARM_PER_COLD + w] = run_timed(op, arg, &st, &own);
     }
   }
-  t[nt] = st != RMAOP_OK;
-  MPI_Allreduce(MPI_IN_PLACE, t, nt + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  if (t[nt] > 0)
+  MPI_Allreduce(MPI_IN_PLACE, &own, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (rank_points(t, len, 2, own, st != RMAOP_OK, point))
     return -1;
-  out->cold = roof_median(t, reps);
-  out->warm = roof_median(t + reps, nt - reps);
+  out->cold = point[0];
+  out->warm = point[1];
   out->penalty = fmax(0, out->cold - out->warm);
   out->reps = reps;
   return 0;
@@ -535,27 +575,28 @@ static int measure_same_curve(dot_state *d, sweeper *sw, int reps, roof_cold *c)
 #define ROOF_PAIR_REPS 41
 
 /* Medians of two operations timed in turns (barrier, a, barrier, b; two warm-up turns), so both come from
- * the same minutes of a shared machine. Every repetition counts as its slowest rank. Collective; returns 0,
- * or -1 when an operation failed somewhere. */
+ * the same minutes of a shared machine; each set is read by rank_points. Collective; returns 0, or -1 when an
+ * operation failed somewhere. */
 static int time_pair(roof_op a, void *aa, roof_op b, void *ba, double *ma, double *mb) {
-  double t[2 * ROOF_PAIR_REPS + 1];
+  double t[2 * ROOF_PAIR_REPS] = {0}, point[2];
   rmaop_status st = RMAOP_OK;
+  int own = 1;
+  const int len[2] = {ROOF_PAIR_REPS, ROOF_PAIR_REPS};
   for (int i = -2; i < ROOF_PAIR_REPS && st == RMAOP_OK; ++i) {
     MPI_Barrier(MPI_COMM_WORLD);
-    const double x = run_timed(a, aa, &st);
+    const double x = run_timed(a, aa, &st, &own);
     if (st != RMAOP_OK)
       break;
     MPI_Barrier(MPI_COMM_WORLD);
-    const double y = run_timed(b, ba, &st);
+    const double y = run_timed(b, ba, &st, &own);
     if (i >= 0)
       t[i] = x, t[ROOF_PAIR_REPS + i] = y;
   }
-  t[2 * ROOF_PAIR_REPS] = st != RMAOP_OK;
-  MPI_Allreduce(MPI_IN_PLACE, t, 2 * ROOF_PAIR_REPS + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  if (t[2 * ROOF_PAIR_REPS] > 0)
+  MPI_Allreduce(MPI_IN_PLACE, &own, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (rank_points(t, len, 2, own, st != RMAOP_OK, point))
     return -1;
-  *ma = roof_median(t, ROOF_PAIR_REPS);
-  *mb = roof_median(t + ROOF_PAIR_REPS, ROOF_PAIR_REPS);
+  *ma = point[0];
+  *mb = point[1];
   return 0;
 }
 
@@ -783,11 +824,69 @@ static void show_cold(const roof_path *p) {
     roof_msg("probe %s: the dot after the same bytes again (not used by the model):", p->name);
     show_points(p->cold.scurve_bytes, p->cold.scurve_t, p->cold.nscurve);
   }
+  if (p->cold.has_overlap)
+    roof_msg("probe %s: 8 B epoch with %.0f MiB written between begin and end (%.0f us): %.2f -> %.2f us\n", p->name,
+             p->cold.overlap_bytes / 1048576, p->cold.overlap_seconds * 1e6, p->cold.overlap.warm * 1e6,
+             p->cold.overlap.cold * 1e6);
 }
 
 static void show_curve(const roof_cache *c) {
   roof_msg("probe %s: 8 B epoch warm %.2f us; cold after writing", c->curve_path, c->curve_warm * 1e6);
   show_points(c->curve_bytes, c->curve_t, c->ncurve);
+}
+
+/* The overlapped epoch (roof_cold.overlap): the 8 B epoch with a pass over ROOF_OVERLAP_BYTES of fresh memory
+ * between its begin and its end, as a solver computes its interior between a halo's begin and end (CGLS deriv1d
+ * streams ~8 MiB per rank there), in turns with the same epoch back to back (time_pair), both timed as solver
+ * sites. On the 2-vCPU VM (session 29, 30 blocks per path in turns) an 8 MiB pass made the 8 B epoch 0.07-0.26
+ * us slower on the seven host paths, warm otherwise, and a 16 MiB one 0.05-0.2 (256 KiB and 1 MiB: none); the
+ * halos of CGLS deriv1d, measured by rmaop-bench, took 0.2-0.4 us per call more than the model that charged
+ * only the cold share at their reuse distance (docs/roofline-runs/2026-11-27-session29-host.md). */
+#define ROOF_OVERLAP_BYTES ((size_t)8 << 20)
+typedef struct {
+  epoch_state *e;
+  sweeper *sw;
+  double pass[ROOF_PAIR_REPS + 2]; /* this rank's pass durations (the two warm-up turns first) */
+  int npass;
+} overlap_state;
+
+static rmaop_status overlap_call(void *arg) {
+  overlap_state *o = arg;
+  epoch_state *e = o->e;
+  void *src = NULL, *dst = NULL;
+  e->mode = RMAOP_INSERT;
+  rmaop_status st = rmaop_vec_get_array(e->src, &src);
+  if (st == RMAOP_OK)
+    st = rmaop_vec_get_array(e->dst, &dst);
+  if (st == RMAOP_OK)
+    st = rmaop_plan_begin(e->plan, src, dst, e->mode);
+  if (st != RMAOP_OK)
+    return st;
+  const double t0 = MPI_Wtime();
+  sweep(o->sw, ROOF_OVERLAP_BYTES); /* barriers only where the ranks outnumber the cores: every rank, in order */
+  if (o->npass < ROOF_PAIR_REPS + 2)
+    o->pass[o->npass++] = MPI_Wtime() - t0;
+  return rmaop_plan_end(e->plan);
+}
+
+static rmaop_status overlap_run(void *arg, double *own) {
+  return synced_inside(((overlap_state *)arg)->e->ctx, "plan", overlap_call, arg, own);
+}
+
+/* Measures c->overlap (host memory; after the path's other cold points). A failure loses this point alone.
+ * Collective. */
+static void measure_overlap(epoch_state *e, sweeper *sw, roof_cold *c) {
+  overlap_state o = {.e = e, .sw = sw};
+  c->has_overlap = 0;
+  if (time_pair(epoch_insert_run, e, overlap_run, &o, &c->overlap.warm, &c->overlap.cold))
+    return;
+  double pass = o.npass > 2 ? roof_median(o.pass + 2, o.npass - 2) : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &pass, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  c->overlap.penalty = fmax(0, c->overlap.cold - c->overlap.warm);
+  c->overlap.reps = ROOF_PAIR_REPS;
+  c->overlap_bytes = (double)ROOF_OVERLAP_BYTES;
+  c->overlap_seconds = pass;
+  c->has_overlap = pass > 0;
 }
 
 /* The cold points of one path; on the first path also the curve (roof_cold_fraction). A failure loses the
@@ -815,6 +914,8 @@ static void probe_cold(rmaop_ctx ctx, const roof_probe_options *o, sweeper *sw, 
     c->has_after_epoch = !time_cold(after_epoch_run, &a, sw, sw->bytes, o->cold_reps, &c->after_epoch);
   if (!bad && measure_same_curve(&d, sw, o->cold_reps, c)) /* a failure loses this curve alone */
     c->nscurve = 0;
+  if (!bad)
+    measure_overlap(&e, sw, c);
   epoch_free(&e);
   rmaop_vec_destroy(&d.x);
   if (bad) {

@@ -160,6 +160,13 @@ static void write_cold(FILE *f, const roof_cold *c) {
     fputs(",\n    ", f);
     write_cold_point(f, "reduce_after_epoch", &c->after_epoch, "\"count\": 1, \"after\": \"8 B epoch\"");
   }
+  if (c->has_epoch && c->has_overlap) {
+    char shape[160];
+    snprintf(shape, sizeof shape, "\"n\": 1, \"m\": 8, \"between_bytes\": %.0f, \"between_seconds\": %.9g",
+             c->overlap_bytes, c->overlap_seconds);
+    fputs(",\n    ", f);
+    write_cold_point(f, "epoch_overlapped", &c->overlap, shape);
+  }
   fputs("}", f);
 }
 
@@ -479,9 +486,19 @@ static int read_cold(reader *r, const json_value *path, roof_cold *c) {
   c->has_after_epoch = !st && c->has_reduce && json_get(o, "reduce_after_epoch");
   if (c->has_after_epoch)
     st = read_cold_point(r, o, "reduce_after_epoch", &c->after_epoch);
+  const json_value *ov = st || !c->has_epoch ? NULL : json_get(o, "epoch_overlapped");
+  c->has_overlap = ov != NULL;
+  if (ov) {
+    const size_t at = strlen(r->where);
+    snprintf(r->where + at, sizeof r->where - at, ".epoch_overlapped");
+    st = read_cold_point(r, o, "epoch_overlapped", &c->overlap) ||
+         get_nonneg(r, ov, "between_bytes", &c->overlap_bytes, 0) ||
+         get_nonneg(r, ov, "between_seconds", &c->overlap_seconds, 0);
+    r->where[at] = 0;
+  }
   r->where[len] = 0;
   if (st)
-    c->has_epoch = c->has_reduce = c->nrcurve = c->nscurve = c->has_after_epoch = 0;
+    c->has_epoch = c->has_reduce = c->nrcurve = c->nscurve = c->has_after_epoch = c->has_overlap = 0;
   return st ? -1 : 0;
 }
 

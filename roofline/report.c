@@ -64,6 +64,10 @@ void roof_report_profile_table(FILE *f, const roof_profile *p) {
     if (q->cold.has_epoch && q->cold.has_reduce)
       fprintf(f, ", 1-element dot %.2f -> %.2f us (+%.2f)", q->cold.reduce.warm * US, q->cold.reduce.cold * US,
               q->cold.reduce.penalty * US);
+    if (q->cold.has_epoch && q->cold.has_overlap) /* roof_overlap_share */
+      fprintf(f, ", 8 B epoch with %.0f MiB between begin and end %.2f -> %.2f us (+%.2f)",
+              q->cold.overlap_bytes / 1048576, q->cold.overlap.warm * US, q->cold.overlap.cold * US,
+              q->cold.overlap.penalty * US);
     if (q->cold.has_epoch)
       fputc('\n', f);
     if (!q->cold.has_epoch && q->cold.has_reduce) /* device memory: the reduction after a device dot */

@@ -133,6 +133,15 @@ typedef struct {
    * fraction (docs/roofline-runs/2026-11-26-session28-host.md). Absent (nscurve 0) in older profiles. */
   int nscurve;
   double scurve_bytes[ROOF_MAX_CURVE], scurve_t[ROOF_MAX_CURVE];
+  /* Host memory, probes since session 29: the 8 B epoch with a pass over overlap_bytes of fresh memory between
+   * its begin and its end (untimed; `cold`), in turns with the same epoch begun and ended back to back (`warm`),
+   * both timed as solver sites; overlap_seconds is the pass's median duration (the slowest rank's). A solver
+   * that computes between a plan's begin and end finds the end's state partly evicted: plan sites with
+   * computation overlapped inside begin..end pay the penalty scaled by the overlapped time over
+   * overlap_seconds, at most 1 (roof_overlap_share). Absent (has_overlap 0) in older profiles. */
+  int has_overlap;
+  roof_cold_point overlap;
+  double overlap_bytes, overlap_seconds;
 } roof_cold;
 
 /* The price of accumulating: the 8-byte epoch (n = 1) in RMAOP_INSERT and in RMAOP_ADD mode, timed in turns
@@ -339,6 +348,10 @@ double roof_add_extra(const roof_site *s, const roof_path *p);
  * drains hold GPU work or the untimed barrier the message's flight (host twosided: 0.15 against the fit's
  * 0.72 us on the 2-vCPU VM, session 28). 0 where the probe did not measure the point (older profiles). */
 double roof_synced_offset(const roof_path *p);
+/* The share of path @p p's overlap penalty (roof_cold.overlap) a plan site pays per call: its computation
+ * overlapped inside begin..end per call (the begin..end span less the time inside rmaop's calls) over the
+ * probe's pass, at most 1; 0 for reductions, sites without both times, and profiles without the point. */
+double roof_overlap_share(const roof_site *s, const roof_path *p);
 /* Places @p s on every path of @p prof. @p iterations scales calls to per-iteration (0: per solve).
  * @p bytes_per_iter and @p footprint: what one rank streams and the distinct bytes it touches per solver
  * iteration (0: unknown: warm); the site's reuse distance is min(footprint, bytes_per_iter / its calls per
@@ -462,6 +475,11 @@ void roof_check_print(FILE *f, const roof_check *c);
 
 /* Small helpers shared by the files. */
 double roof_median(const double *v, int n);
+/* The point of @p reps repetitions timed on each of @p nranks ranks (rank r's repetition i at t[r * stride + i]):
+ * with @p per_rank each rank's median repetition, then the slowest rank's: how rmaop-bench and `run` read a
+ * solver's trace site (trace.c's per-call median, MPI_MAX over ranks); else each repetition's slowest rank, then
+ * the median repetition (a wall-time span: OSU's way). 0 without repetitions, -1 when out of memory. */
+double roof_rank_point(const double *t, int nranks, size_t stride, int reps, int per_rank);
 int roof_cmp_double(const void *a, const void *b); /* qsort: ascending doubles */
 void roof_set_err(char *err, size_t errlen, const char *fmt, ...);
 /* "8 B", "64 KiB", "1 MiB" */

@@ -195,6 +195,41 @@ static roof_fit simple_fit(double alpha, double o, double beta) {
   return f;
 }
 
+/* Repetitions read as the bench reads a solver's site (each rank's median, then the slowest rank's) and as a
+ * wall-time span (each repetition's slowest rank, then the median). Two ranks taking turns waiting (0.25 and
+ * 1.1 us, swapping every repetition, as a fence's barrier did on the 2-vCPU VM): every repetition's slowest
+ * rank took 1.1 where each rank's median is the middle of its two values; a steady pair reads the same both
+ * ways. Stride: rank 1's repetitions start @p stride doubles after rank 0's. */
+START_TEST(rank_point_statistics) {
+  enum { R = 9, STRIDE = 12 };
+  double t[2 * STRIDE];
+  for (int i = 0; i < R; ++i) {
+    t[i] = i % 2 ? 1.1 : 0.25;
+    t[STRIDE + i] = i % 2 ? 0.25 : 1.1;
+  }
+  /* rank 0 has five 0.25s of nine, rank 1 five 1.1s: their medians are 0.25 and 1.1 */
+  ck_assert_double_eq_tol(roof_rank_point(t, 2, STRIDE, R, 0), 1.1, 1e-12);
+  ck_assert_double_eq_tol(roof_rank_point(t, 2, STRIDE, R, 1), 1.1, 1e-12);
+  /* an even count: each rank's median is the middle of 0.25 and 1.1, the slowest repetition's 1.1 */
+  ck_assert_double_eq_tol(roof_rank_point(t, 2, STRIDE, R - 1, 1), 0.675, 1e-12);
+  ck_assert_double_eq_tol(roof_rank_point(t, 2, STRIDE, R - 1, 0), 1.1, 1e-12);
+  /* one rank always waits: both readings give the waiting rank's time */
+  for (int i = 0; i < R; ++i)
+    t[i] = 0.6 + 0.01 * i, t[STRIDE + i] = 0.1;
+  ck_assert_double_eq_tol(roof_rank_point(t, 2, STRIDE, R, 1), 0.64, 1e-12);
+  ck_assert_double_eq_tol(roof_rank_point(t, 2, STRIDE, R, 0), 0.64, 1e-12);
+  /* the slowest rank's median is not the median of the slowest repetitions when the slow calls move */
+  const double a[4] = {1, 1, 5, 5}, b[4] = {5, 5, 1, 1};
+  double u[8];
+  memcpy(u, a, sizeof a);
+  memcpy(u + 4, b, sizeof b);
+  ck_assert_double_eq_tol(roof_rank_point(u, 2, 4, 4, 1), 3, 1e-12);
+  ck_assert_double_eq_tol(roof_rank_point(u, 2, 4, 4, 0), 5, 1e-12);
+  ck_assert_double_eq(roof_rank_point(u, 2, 4, 0, 1), 0);
+  ck_assert_double_eq(roof_rank_point(u, 0, 4, 4, 0), 0);
+}
+END_TEST
+
 START_TEST(model_derived_quantities) {
   roof_fit f = simple_fit(1e-6, 0.1e-6, 10e9);
   double L = 1e-6 + 0.1e-6 + 8 / 10e9;
@@ -729,6 +764,45 @@ START_TEST(synced_offset) {
 }
 END_TEST
 
+/* A plan site with computation overlapped inside begin..end pays its path's overlap penalty scaled by the
+ * overlapped time per call over the probe's pass (at most 1); back-to-back epochs, reductions, sites without the
+ * time inside, and paths without the point pay none. */
+START_TEST(overlap_in_predictions) {
+  roof_profile p;
+  make_profile(&p);
+  roof_cold *c = &p.paths[0].cold;
+  c->has_overlap = 1;
+  c->overlap = (roof_cold_point){.warm = 1e-6, .cold = 1.4e-6, .penalty = 0.4e-6, .reps = 41};
+  c->overlap_bytes = 8 * MIB;
+  c->overlap_seconds = 200e-6;
+  roof_site halo = make_site("halo", "plan", 1, 8, 0, 10), dot = make_site("mdot", "reduce", 1, 40, 0, 10);
+  halo.time_inside = 10 * 2e-6;
+  halo.time_total = halo.time_inside + 10 * 100e-6; /* 100 us of computation per call inside begin..end */
+  dot.time_inside = 10 * 2e-6;
+  dot.time_total = dot.time_inside + 10 * 100e-6;
+  ck_assert_double_eq_tol(roof_overlap_share(&halo, &p.paths[0]), 0.5, 1e-12);
+  ck_assert_double_eq(roof_overlap_share(&halo, &p.paths[1]), 0); /* not measured there */
+  ck_assert_double_eq(roof_overlap_share(&dot, &p.paths[0]), 0);
+  roof_analysis a;
+  ck_assert_int_eq(roof_analyze(&halo, &p, 5, 0, 0, &a), 0);
+  ck_assert_double_eq_tol(a.on[0].predicted - a.on[0].predicted_warm, 0.5 * 0.4e-6, 1e-15);
+  ck_assert_double_eq_tol(a.on[1].predicted, a.on[1].predicted_warm, 1e-18);
+  ck_assert_double_eq_tol(a.on[0].fitted_bw, 8 / (8 / roof_fitted_bw(&p.paths[0].fit, 1, 8) + 0.2e-6), 1e-6);
+  roof_analysis_free(&a);
+  halo.time_total = halo.time_inside + 10 * 1e-3; /* longer than the pass: all of it */
+  ck_assert_double_eq_tol(roof_overlap_share(&halo, &p.paths[0]), 1, 1e-12);
+  halo.time_total = halo.time_inside; /* begin and end back to back */
+  ck_assert_double_eq(roof_overlap_share(&halo, &p.paths[0]), 0);
+  halo.time_inside = 0; /* an old trace file: only the span */
+  halo.time_total = 10 * 100e-6;
+  ck_assert_double_eq(roof_overlap_share(&halo, &p.paths[0]), 0);
+  c->overlap_seconds = 0;
+  halo.time_inside = 10 * 2e-6;
+  ck_assert_double_eq(roof_overlap_share(&halo, &p.paths[0]), 0);
+  roof_profile_free(&p);
+}
+END_TEST
+
 /* Device memory: no cache term; every reduction site is predicted as its path's measured reduction after a
  * device dot (24 B), carried to the site's size by the reduction fit's slope, whatever the solver streams
  * (above or below the fit); plans pay no cold penalty. */
@@ -883,6 +957,10 @@ START_TEST(profile_round_trip_cold) {
   c0->nscurve = 2;
   c0->scurve_bytes[0] = 2 * MIB, c0->scurve_t[0] = 1.2e-6;
   c0->scurve_bytes[1] = 8 * MIB, c0->scurve_t[1] = 1.3e-6;
+  c0->has_overlap = 1; /* the overlapped epoch: lock.shm only */
+  c0->overlap = (roof_cold_point){.warm = 0.5e-6, .cold = 0.75e-6, .penalty = 0.25e-6, .reps = 41};
+  c0->overlap_bytes = 8 * MIB;
+  c0->overlap_seconds = 280e-6;
   const char *file = scratch("profile-cold.json");
   ck_assert_int_eq(roof_profile_write(&p, file, err, sizeof err), 0);
   ck_assert_msg(roof_profile_read(file, &q, err, sizeof err) == 0, "%s", err);
@@ -918,7 +996,14 @@ START_TEST(profile_round_trip_cold) {
     ck_assert(rel(y->after_epoch.cold, x->after_epoch.cold) < 1e-8 || !x->has_after_epoch);
     ck_assert(rel(y->after_epoch.warm, x->after_epoch.warm) < 1e-8 || !x->has_after_epoch);
     ck_assert_int_eq(y->after_epoch.reps, x->after_epoch.reps);
+    ck_assert_int_eq(y->has_overlap, x->has_overlap);
+    ck_assert(!x->has_overlap ||
+              (rel(y->overlap.warm, x->overlap.warm) < 1e-8 && rel(y->overlap.cold, x->overlap.cold) < 1e-8 &&
+               rel(y->overlap.penalty, x->overlap.penalty) < 1e-8 && y->overlap.reps == 41 &&
+               y->overlap_bytes == x->overlap_bytes && rel(y->overlap_seconds, x->overlap_seconds) < 1e-8));
   }
+  ck_assert_int_eq(q.paths[0].cold.has_overlap, 1);
+  ck_assert_int_eq(q.paths[1].cold.has_overlap, 0);
   ck_assert_int_eq(q.paths[0].cold.has_after_epoch, 1);
   ck_assert_int_eq(q.paths[0].cold.nrcurve, 2);
   ck_assert_int_eq(q.paths[0].cold.nscurve, 2);
@@ -1012,6 +1097,12 @@ START_TEST(profile_rejects_bad_files) {
            "\"cold\": 2e-6, \"penalty\": 1e-6}}}]}",
            head, path, fit, red);
   expect_profile_error(buf, "paths[0].cold.reps: missing");
+  snprintf(buf, sizeof buf,
+           "%s%s%s, \"cold\": {\"sweep_bytes\": 1e8, \"epoch\": {\"n\": 1, \"m\": 8, \"warm\": 1e-6, \"cold\": 2e-6, "
+           "\"penalty\": 1e-6, \"reps\": 9}, \"epoch_overlapped\": {\"n\": 1, \"m\": 8, \"between_bytes\": 8e6, "
+           "\"warm\": 1e-6, \"cold\": 1.2e-6, \"penalty\": 0.2e-6, \"reps\": 41}}}]}",
+           head, path, fit);
+  expect_profile_error(buf, "paths[0].cold.epoch_overlapped.between_seconds: missing");
   const char *cache_head = "{\"format\": \"rmaop-roofline-profile\", \"version\": 1, \"ranks\": 2, \"memory\": "
                            "\"host\", \"pattern\": \"p\", \"cache\": {\"llc_bytes\": 0, \"llc_source\": \"unknown\", "
                            "\"curve_path\": \"twosided\", \"curve_warm\": 1e-6, \"sweep_bytes\": ";
@@ -1642,6 +1733,7 @@ static Suite *suite(void) {
   tcase_add_test(fit, nnls_keeps_coefficients_nonnegative);
   tcase_add_test(fit, fit_reduce_recovers);
   tcase_add_test(fit, model_derived_quantities);
+  tcase_add_test(fit, rank_point_statistics);
   suite_add_tcase(s, fit);
   TCase *cls = tcase_create("classify");
   tcase_add_test(cls, classify_rules);
@@ -1655,6 +1747,7 @@ static Suite *suite(void) {
   tcase_add_test(cls, accumulate_extra_in_predictions);
   tcase_add_test(cls, device_reduction_after_dot);
   tcase_add_test(cls, synced_offset);
+  tcase_add_test(cls, overlap_in_predictions);
   suite_add_tcase(s, cls);
   TCase *files = tcase_create("files");
   tcase_add_test(files, profile_round_trip);

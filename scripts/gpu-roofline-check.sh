@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Issue 6's 25 % check on a 2-GPU machine (the lent device machine), in one call:
+#   1. device memory over the system Open MPI (not CUDA-aware): rma ipc fence/pscw/lock, twosided staged
+#      through the host, nccl;
+#   2. device memory over the CUDA-aware Open MPI 5 + UCX (.device-cache, ../shared/cuda-mpi/README.md):
+#      rma mpi fence/pscw/lock, twosided on device pointers (skipped when the tarball is not carried);
+#   3. host memory on the same machine's CPUs (HOST_ROUNDS > 0), as on the 2-vCPU VM.
+# Each part is scripts/roofline-check.sh (probe, roofline run and rmaop-bench --trace-sync interleaved in
+# rounds); bdiag runs at n = 4096 on device memory (1024 on the host), deriv1d at 2^20.
+#   ROUNDS=4 HOST_ROUNDS=5 OUT=$OUT scripts/gpu-roofline-check.sh
+# GPU processes are not bound to cores (OMPI_MCA_hwloc_base_binding_policy=none, as scripts/gpu-check.sh binds none).
+# Builds rmaop-roofline and rmaop-bench only (no tests: Check is not needed). Writes $OUT/check-*/ and prints
+# the check tables with the elapsed seconds.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROUNDS="${ROUNDS:-4}"
+HOST_ROUNDS="${HOST_ROUNDS:-5}"
+OUT="${OUT:-$PWD/gpu-out}"
+mkdir -p "$OUT"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+t0=$(date +%s)
+stamp() { echo "[$(($(date +%s) - t0)) s] $*"; }
+
+build() { # build dir
+  cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=Release -DRMAOP_BUILD_TESTS=OFF >"$OUT/configure-$1.log" 2>&1 &&
+    cmake --build "$1" -j 16 --target rmaop-roofline rmaop-bench >"$OUT/build-$1.log" 2>&1 ||
+    { tail -30 "$OUT/build-$1.log" "$OUT/configure-$1.log" 2>/dev/null; return 1; }
+}
+
+check() { # name, build dir, then VAR=value settings for roofline-check.sh
+  local name="$1" dir="$2"
+  shift 2
+  env "$@" BUILD_DIR="$dir" RMAOP_SKIP_PACKAGES=1 bash scripts/roofline-check.sh "$OUT/check-$name" \
+    >"$OUT/check-$name.log" 2>&1 || { tail -20 "$OUT/check-$name.log"; return 1; }
+  for p in deriv1d bdiag; do
+    echo "=== $name: $p"
+    cat "$OUT/check-$name/check-$p.txt"
+  done
+}
+
+nvidia-smi -L
+git rev-parse --short HEAD 2>/dev/null || cat .device-cache/TREE 2>/dev/null
+stamp "build (system MPI)"
+build build-roof || exit 1
+stamp "device memory, system MPI: rma ipc, twosided staged, nccl"
+check device-sysmpi build-roof ROUNDS="$ROUNDS" MEMORY=device BDIAG_N=4096 BACKENDS=rma,twosided,nccl \
+  TRANSPORTS=ipc OMPI_MCA_hwloc_base_binding_policy=none
+tarball=.device-cache/openmpi-5.0.7-ucx-1.13.1-cuda13.tar.xz
+if [ -f "$tarball" ]; then
+  stamp "build (CUDA-aware Open MPI 5 + UCX)"
+  [ -d /tmp/cudampi ] || tar xJf "$tarball" -C /tmp
+  (
+    export PATH=/tmp/cudampi/bin:$PATH LD_LIBRARY_PATH=/tmp/cudampi/lib:${LD_LIBRARY_PATH:-}
+    export UCX_PROTO_ENABLE=y OMPI_MCA_pml=ucx
+    unset OMPI_MCA_plm OMPI_MCA_btl_vader_single_copy_mechanism
+    build build-roof-cudampi || exit 1
+    stamp "device memory, CUDA-aware MPI: rma mpi, twosided on device pointers"
+    check device-cudampi build-roof-cudampi ROUNDS="$ROUNDS" MEMORY=device BDIAG_N=4096 BACKENDS=rma,twosided \
+      TRANSPORTS=mpi OMPI_MCA_hwloc_base_binding_policy=none
+  )
+else
+  stamp "no $tarball: the CUDA-aware part is skipped"
+fi
+if [ "$HOST_ROUNDS" -gt 0 ]; then
+  stamp "host memory (system MPI)"
+  check host build-roof ROUNDS="$HOST_ROUNDS"
+fi
+stamp done
