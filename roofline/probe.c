@@ -935,7 +935,10 @@ static int probe_path(const char *name, const grid *g, const roof_probe_options 
   char err[ROOF_ERR_MAX];
   memset(p, 0, sizeof *p);
   roof_path_parse(name, p->backend, p->sync, p->transport, p->memory, err, sizeof err);
-  snprintf(p->name, sizeof p->name, "%s", name);
+  /* device memory's paths are named with ".device" (as `run` and the traces name them) even where the default
+   * list or --paths leaves it out: "rma.lock.ipc" on device memory is "rma.lock.ipc.device" in the profile */
+  const int dev = strcmp(o->memory, "device") == 0 && !strstr(name, ".device");
+  snprintf(p->name, sizeof p->name, "%s%s", name, dev ? ".device" : "");
   snprintf(p->memory, sizeof p->memory, "%s", o->memory);
   if (open_ctx(name, o, &ctx) != RMAOP_OK) {
     roof_msg("probe %s: skipped: %s\n", name, rmaop_ctx_last_error(NULL));
@@ -1021,7 +1024,8 @@ int roof_probe(const roof_probe_options *o) {
   snprintf(prof.memory, sizeof prof.memory, "%s", o->memory);
   snprintf(prof.pattern, sizeof prof.pattern,
            "each rank: one plan epoch of n messages of m bytes, ceil(n/2) to rank+1 and floor(n/2) to rank-1 "
-           "(one peer at 2 ranks), distinct source and destination slots; median over reps of the max over ranks");
+           "(one peer at 2 ranks), distinct source and destination slots; median over reps of the max over ranks "
+           "(epochs), the slowest rank's median (reductions and other points timed as solver sites)");
   if (!prof.paths)
     return roof_msg("rmaop-roofline: out of memory\n"), 1;
   roof_msg("probe: %d ranks, %s memory, %d paths, %d points each (n*m <= %.0f MiB)%s\n", size, o->memory, np,
