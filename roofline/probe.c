@@ -1024,8 +1024,8 @@ int roof_probe(const roof_probe_options *o) {
   snprintf(prof.memory, sizeof prof.memory, "%s", o->memory);
   snprintf(prof.pattern, sizeof prof.pattern,
            "each rank: one plan epoch of n messages of m bytes, ceil(n/2) to rank+1 and floor(n/2) to rank-1 "
-           "(one peer at 2 ranks), distinct source and destination slots; median over reps of the max over ranks "
-           "(epochs), the slowest rank's median (reductions and other points timed as solver sites)");
+           "(one peer at 2 ranks), distinct slots; epochs: median over reps of the max over ranks; points timed as "
+           "solver sites: the slowest rank's median");
   if (!prof.paths)
     return roof_msg("rmaop-roofline: out of memory\n"), 1;
   roof_msg("probe: %d ranks, %s memory, %d paths, %d points each (n*m <= %.0f MiB)%s\n", size, o->memory, np,

@@ -100,3 +100,14 @@ if(TARGET rmaop-bench)
                   --bench ${_roof_dir}/bench.json --again ${_roof_dir}/bench-untraced.json)
   set_tests_properties(roofline.bad.check_again_untraced PROPERTIES FIXTURES_REQUIRED "roofline_report;roofline_bench")
 endif()
+
+# Device memory (label gpu): a probe of the default path names, which name no ".device", then `run` on the same
+# paths must find each in the profile (session 29: the profile named them without the suffix and `run` printed
+# "no prediction" on every path). Skips (77) where no GPU is visible, as the other gpu entries do.
+if(RMAOP_HAVE_CUDA)
+  string(REPLACE ";" " " _roof_sh "${_roof_mpiexec}")
+  add_test(NAME roofline.device.np2
+           COMMAND sh -c "nvidia-smi -L >/dev/null 2>&1 || exit 77; ${_roof_sh} probe --quick --memory device --paths rma.lock.ipc,twosided --max-bytes 1MiB --out ${_roof_dir}/profile-device.json || exit 1; out=$(${_roof_sh} run --memory device --problem deriv1d --n 65536 --niter 10 --backends rma,twosided --sync lock --transport ipc --profile ${_roof_dir}/profile-device.json --out ${_roof_dir}/report-device 2>&1); rc=$?; echo \"$out\"; [ $rc -eq 0 ] && echo \"$out\" | grep -q 'verdict' && ! echo \"$out\" | grep -q 'no prediction'")
+  set_tests_properties(roofline.device.np2 PROPERTIES PROCESSORS 2 LABELS "gpu;roofline" TIMEOUT 300
+                       SKIP_RETURN_CODE 77 ENVIRONMENT "${_roof_env};NCCL_NVLS_ENABLE=0")
+endif()
