@@ -151,15 +151,19 @@ static rmaop_status epoch_setup(rmaop_ctx ctx, int n, double m, epoch_state *e) 
   return st;
 }
 
-static rmaop_status epoch_run(void *arg, double *own) {
-  (void)own;
-  epoch_state *e = arg;
+/* Begins the epoch's plan on its buffers, in its mode. */
+static rmaop_status epoch_begin(epoch_state *e) {
   void *src = NULL, *dst = NULL;
   rmaop_status st = rmaop_vec_get_array(e->src, &src);
   if (st == RMAOP_OK)
     st = rmaop_vec_get_array(e->dst, &dst);
-  if (st == RMAOP_OK)
-    st = rmaop_plan_begin(e->plan, src, dst, e->mode);
+  return st == RMAOP_OK ? rmaop_plan_begin(e->plan, src, dst, e->mode) : st;
+}
+
+static rmaop_status epoch_run(void *arg, double *own) {
+  (void)own;
+  epoch_state *e = arg;
+  rmaop_status st = epoch_begin(e);
   if (st == RMAOP_OK)
     st = rmaop_plan_end(e->plan);
   /* On device memory the epoch's copies and flags run on the stream: the epoch ends when they are done. */
@@ -287,7 +291,7 @@ static double run_timed(roof_op op, void *arg, rmaop_status *st, int *own) {
 }
 
 /* The points of @p nseg runs of repetitions, one after the other in @p t (@p len[k] each), into @p point[k].
- * Collective; returns -1 when @p failed on some rank.
+ * Collective; returns -1 when @p failed on some rank. @p own is this rank's (run_timed); the ranks agree on it.
  *   - Operations timed as solver sites (@p own: every repetition measured itself, synced_inside) are read as
  *     rmaop-bench and `run` read a solver's site: each rank's median repetition, then the slowest rank's
  *     (trace.c's per-call median, MPI_MAX over ranks in bench/rmaop_bench.c and run.c). Until session 29 they
@@ -299,17 +303,18 @@ static double run_timed(roof_op op, void *arg, rmaop_status *st, int *own) {
  *   - Wall-time spans (the fit's epochs, as bench/halo_bench.c and OSU): every repetition counts as its slowest
  *     rank, and the point is the median repetition. */
 static int rank_points(double *t, const int *len, int nseg, int own, int failed, double *point) {
-  int n = 0, size = 1, bad, any = 0;
+  int n = 0, size = 1, bad = 0, any = 0;
   for (int k = 0; k < nseg; ++k)
     n += len[k];
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   double *all = malloc((size_t)size * (size_t)n * sizeof *all);
-  bad = !all || failed;
-  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (any) {
+  int v[2] = {!all || failed, !own}; /* any rank failed; some rank's operation did not time itself */
+  MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (v[0]) {
     free(all);
     return -1;
   }
+  own = !v[1];
   MPI_Allgather(t, n, MPI_DOUBLE, all, n, MPI_DOUBLE, MPI_COMM_WORLD);
   for (int k = 0, at = 0; k < nseg; at += len[k++])
     point[k] = roof_rank_point(all + at, size, (size_t)n, len[k], own);
@@ -346,7 +351,6 @@ static int time_op(roof_op op, void *arg, const roof_probe_options *o, double *m
     MPI_Barrier(MPI_COMM_WORLD);
     t[i] = run_timed(op, arg, &st, &own);
   }
-  MPI_Allreduce(MPI_IN_PLACE, &own, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   const int failed = rank_points(t, &reps, 1, own, st != RMAOP_OK, median);
   *reps_out = reps;
   free(t);
@@ -508,7 +512,6 @@ static int time_cold(roof_op op, void *arg, sweeper *sw, size_t bytes, int reps,
       t[reps + i * ROOF_WARM_PER_COLD + w] = run_timed(op, arg, &st, &own);
     }
   }
-  MPI_Allreduce(MPI_IN_PLACE, &own, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (rank_points(t, len, 2, own, st != RMAOP_OK, point))
     return -1;
   out->cold = point[0];
@@ -592,7 +595,6 @@ static int time_pair(roof_op a, void *aa, roof_op b, void *ba, double *ma, doubl
     if (i >= 0)
       t[i] = x, t[ROOF_PAIR_REPS + i] = y;
   }
-  MPI_Allreduce(MPI_IN_PLACE, &own, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (rank_points(t, len, 2, own, st != RMAOP_OK, point))
     return -1;
   *ma = point[0];
@@ -853,13 +855,8 @@ typedef struct {
 static rmaop_status overlap_call(void *arg) {
   overlap_state *o = arg;
   epoch_state *e = o->e;
-  void *src = NULL, *dst = NULL;
   e->mode = RMAOP_INSERT;
-  rmaop_status st = rmaop_vec_get_array(e->src, &src);
-  if (st == RMAOP_OK)
-    st = rmaop_vec_get_array(e->dst, &dst);
-  if (st == RMAOP_OK)
-    st = rmaop_plan_begin(e->plan, src, dst, e->mode);
+  const rmaop_status st = epoch_begin(e);
   if (st != RMAOP_OK)
     return st;
   const double t0 = MPI_Wtime();

@@ -486,11 +486,12 @@ static int read_cold(reader *r, const json_value *path, roof_cold *c) {
   c->has_after_epoch = !st && c->has_reduce && json_get(o, "reduce_after_epoch");
   if (c->has_after_epoch)
     st = read_cold_point(r, o, "reduce_after_epoch", &c->after_epoch);
-  const json_value *ov = st || !c->has_epoch ? NULL : json_get(o, "epoch_overlapped");
+  const json_value *ov = NULL;
+  size_t at = 0;
+  if (!st && c->has_epoch)
+    st = enter_optional(r, o, "epoch_overlapped", &ov, &at);
   c->has_overlap = ov != NULL;
   if (ov) {
-    const size_t at = strlen(r->where);
-    snprintf(r->where + at, sizeof r->where - at, ".epoch_overlapped");
     st = read_cold_point(r, o, "epoch_overlapped", &c->overlap) ||
          get_nonneg(r, ov, "between_bytes", &c->overlap_bytes, 0) ||
          get_nonneg(r, ov, "between_seconds", &c->overlap_seconds, 0);
