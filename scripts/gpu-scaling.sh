@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Issue 8 on one host with G >= 2 GPUs (kinds nvidia-h200-x4 / -x8), one rank per GPU, device memory, in one call:
+#   1. build (scripts/gpu-check.sh: the library, tools and tests) and the gpu tests at 3 and 4 ranks (label gpu4)
+#      when G >= 4 (TESTS=0: not);
+#   2. rmaop-roofline probe of every device path at P = G (full probe, with its plot) and at P = 2 (--quick): the
+#      fitted parameters, and the reduction of 1 and 8 doubles (8 B and 64 B) per path against NCCL's;
+#   3. rmaop-bench (CGLS, 50 iterations, 5 repeats interleaved) at P = 1, 2, 4, ... G on every device path:
+#      deriv1d weak (n = 2^20 and 2^26 per GPU), lap2d strong (n = 8192: an 8192 x 8192 grid) and weak
+#      (n = 8192 sqrt(P)), bdiag (one dense 8192 x 8192 block per rank: weak by construction).
+#   OUT=$OUT scripts/gpu-scaling.sh            system Open MPI 4.1 (not CUDA-aware): rma ipc fence/pscw/lock,
+#                                              twosided staged through the host, nccl
+#   CUDA_MPI=1 OUT=$OUT scripts/gpu-scaling.sh the CUDA-aware Open MPI 5 + UCX from .device-cache: rma mpi
+#                                              fence/pscw/lock, twosided on device pointers
+# python3 scripts/scaling-tables.py $OUT/scaling-<tag> prints the tables of docs/PERFORMANCE.md (per-iteration
+# time, communication share, efficiencies relative to 1 and 2 GPUs, the probes' reductions).
+# Every step runs under a time limit of its own and writes under $OUT as it goes, so a call cut short keeps
+# what finished. Keep NCCL_NVLS_ENABLE=0 (set here).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT="${OUT:-$PWD/gpu-out}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+if [ "${CUDA_MPI:-0}" = 1 ]; then
+  TAG=cudampi BUILD=build-gpu-cudampi BACKENDS=rma,twosided TRANSPORT=mpi
+  PATHS=rma.fence.mpi.device,rma.pscw.mpi.device,rma.lock.mpi.device,twosided.device
+  TESTS_RE='\.(rma\.[a-z]+\.mpi|twosided)$'
+else
+  TAG=sysmpi BUILD=build-gpu BACKENDS=rma,twosided,nccl TRANSPORT=ipc
+  PATHS=rma.fence.ipc.device,rma.pscw.ipc.device,rma.lock.ipc.device,twosided.device,nccl.device
+  TESTS_RE='\.(rma\.[a-z]+\.ipc|twosided|nccl)$'
+fi
+D="$OUT/scaling-$TAG"
+mkdir -p "$D"
+t0=$(date +%s)
+stamp() { echo "[$(($(date +%s) - t0)) s] $*"; }
+G=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+nvidia-smi -L | tee "$D/gpus.txt"
+nvidia-smi topo -m >>"$D/gpus.txt" 2>&1
+git rev-parse --short HEAD 2>/dev/null || cat .device-cache/TREE 2>/dev/null
+[ "$G" -ge 2 ] || { echo "gpu-scaling.sh: $G GPU(s); needs at least 2"; exit 1; }
+
+stamp "build ($BUILD) and the gpu tests at 3 and 4 ranks"
+if [ "${TESTS:-1}" = 1 ] && [ "$G" -ge 4 ]; then
+  OUT="$D" LABEL=gpu4 JOBS=16 timeout "${TEST_LIMIT:-240}" bash scripts/gpu-check.sh -R "$TESTS_RE" --timeout 120
+else
+  OUT="$D" LABEL=none timeout 300 bash scripts/gpu-check.sh >/dev/null
+fi
+[ "${CUDA_MPI:-0}" = 1 ] && export PATH=/tmp/cudampi/bin:$PATH LD_LIBRARY_PATH=/tmp/cudampi/lib:${LD_LIBRARY_PATH:-} \
+  UCX_PROTO_ENABLE=y OMPI_MCA_pml=ucx && unset OMPI_MCA_plm OMPI_MCA_btl_vader_single_copy_mechanism
+R="$BUILD/roofline/rmaop-roofline" B="$BUILD/bench/rmaop-bench"
+[ -x "$R" ] && [ -x "$B" ] || { echo "gpu-scaling.sh: $R or $B was not built"; exit 1; }
+run_np() { # limit (s), ranks, command...
+  timeout "$1" mpiexec -n "$2" --bind-to none "${@:3}"
+}
+
+stamp "probe at P = $G (every path, full) and P = 2 (--quick)"
+run_np "${PROBE_LIMIT:-200}" "$G" "$R" probe --memory device --paths "$PATHS" --out "$D/profile-p$G.json" \
+  >"$D/probe-p$G.log" 2>&1 || echo "probe at P = $G: exit $?"
+tail -n 25 "$D/probe-p$G.log"
+if [ "$G" -gt 2 ]; then
+  run_np 120 2 "$R" probe --quick --memory device --paths "$PATHS" --out "$D/profile-p2.json" \
+    >"$D/probe-p2.log" 2>&1 || echo "probe at P = 2: exit $?"
+fi
+
+bench() { # P, problem, n, file tag
+  stamp "bench P = $1: $2 n = $3"
+  run_np "${BENCH_LIMIT:-120}" "$1" "$B" --memory device --problem "$2" --n "$3" --niter 50 --repeat 5 \
+    --backends "$BACKENDS" --sync lock,pscw,fence --transport "$TRANSPORT" --json "$D/bench-$4-p$1.json" \
+    >"$D/bench-$4-p$1.log" 2>&1 || { echo "  exit $?"; tail -n 5 "$D/bench-$4-p$1.log"; }
+}
+for P in 1 2 4 8; do
+  [ "$P" -le "$G" ] || break
+  bench "$P" deriv1d $((1048576 * P)) deriv1d-2e20
+  bench "$P" deriv1d $((67108864 * P)) deriv1d-2e26
+  bench "$P" lap2d 8192 lap2d-strong
+  [ "$P" -gt 1 ] && bench "$P" lap2d "$(python3 -c "print(round(8192 * $P ** 0.5))")" lap2d-weak
+  bench "$P" bdiag 8192 bdiag
+done
+stamp "tables"
+python3 scripts/scaling-tables.py "$D"
+stamp done
