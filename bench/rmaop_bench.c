@@ -9,8 +9,16 @@
  * cg and pipecg need an SPD operator: --problem derivspd (D^H D + I); timing them side by side shows what
  * hiding the reduction behind the matvec buys on each path.
  *
- * Every path solves from x0 = 0; the residual histories must agree with the first path's to 1e-10
- * (relative) or the run fails. Repeats are interleaved over the paths so machine noise hits all alike.
+ * Every path solves from x0 = 0; the residual histories must agree with the first path's or the run fails:
+ * on 1 or 2 ranks to 1e-10 of each entry; on 3 or more to 1e-6 of the initial residual. There the paths add the
+ * ranks' partial dots in different orders (the rma backend in rank order, MPI_Allreduce and NCCL in trees or
+ * rings of their own), the sums differ in the last bits, and a Krylov solver carries that forward: in its fast
+ * phase a rounding difference shifts when the residual drops, so two paths' residuals at one iteration can
+ * differ by a percent of a residual that has already shrunk by orders of magnitude. CGLS on bdiag at 4 ranks
+ * (2-vCPU VM, n = 256, 50 iterations): rma and twosided 7e-11 of the initial residual apart at iteration 24,
+ * 5e-8 (1 % of the entry) at 26; on 4 H100s (n = 8192) 4e-10 of the entry at iteration 30. A wrong message
+ * moves the first iterations' residuals by far more than 1e-6 of the initial one; the tests (serial
+ * references) are the correctness check. Repeats are interleaved over the paths so machine noise hits all alike.
  * A path whose context the library cannot create (RMAOP_ERR_UNSUPPORTED: a backend not built in, ...) is
  * skipped with a line saying why; the others run.
  *
@@ -468,6 +476,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < np; ++i) solve_synced(&paths[i], niter, r);
 
   int mismatch = 0;
+  const double tol = P <= 2 ? 1e-10 : 1e-6; /* see the header: reduction order on 3 or more ranks */
   for (int i = 1; i < np; ++i) {
     int f = 0; /* the first path of the same solver: histories are compared within a solver */
     while (paths[f].solver != paths[i].solver) ++f;
@@ -475,7 +484,8 @@ int main(int argc, char **argv) {
     if (paths[i].iterations != paths[f].iterations) mismatch = 1;
     for (int k = 0; k <= paths[i].iterations && !mismatch; ++k) {
       double a = paths[f].history[k], b = paths[i].history[k];
-      if (fabs(a - b) > 1e-10 * fmax(fabs(a), 1e-300)) {
+      const double scale = P <= 2 ? fabs(a) : fabs(paths[f].history[0]);
+      if (fabs(a - b) > tol * fmax(scale, 1e-300)) {
         if (rank == 0)
           fprintf(stderr, "rmaop-bench: FAIL: %s's residual history differs from %s's at iteration %d: %.17g vs %.17g\n",
                   paths[i].name, paths[f].name, k, b, a);
@@ -501,7 +511,8 @@ int main(int argc, char **argv) {
       if (i == 0 || paths[i].solver != paths[i - 1].solver)
         printf("%s: %d iterations, final residual %.6e (history[0] %.6e)\n", paths[i].solver->label,
                paths[i].iterations, paths[i].history[paths[i].iterations], paths[i].history[0]);
-    printf("histories %s across the paths of each solver (rel 1e-10)\n", mismatch ? "DIFFER" : "agree");
+    printf("histories %s across the paths of each solver (%.0e of %s)\n", mismatch ? "DIFFER" : "agree", tol,
+           P <= 2 ? "each entry" : "the initial residual: the ranks' partial sums are added in different orders");
     printf("%-22s %12s %12s %12s %8s %8s", "path", "median us/it", "min us/it", "max us/it", "comm %", "ratio");
     if (on_device) printf(" %12s %12s %11s", "MB/it", "bound us/it", "meas/bound");
     if (trace_sync) printf(" %14s %15s", "sync comm us/it", "sync mean us/it");

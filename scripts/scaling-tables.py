@@ -10,7 +10,8 @@ communication share at every P, and the scaling efficiency relative to 1 and to 
   strong (the whole problem fixed): E(P | Q) = Q t(Q) / (P t(P))
 lap2d's weak series takes its P = 1 point from the strong one (the same 8192 x 8192 grid). Then, per probe, each
 path's fit (alpha, o, beta of the first piece, L = T(1, 8 B), quality) and its reduction of 1 and 8 doubles
-(8 B and 64 B, timed as a solver's reduction site) and of 3 doubles after a device dot.
+(8 B and 64 B, timed as a solver's reduction site) and of 3 doubles after a device dot; then each
+reduce-p<P>.json of rmaop-reduce-bench (NCCL's allreduce, MPI_Allreduce, rmaop_allreduce per path, 8 B .. 64 B).
 """
 import glob
 import json
@@ -103,6 +104,21 @@ def probe_tables(d):
                   f"{us(cold.get('cold'))} |")
 
 
+def reduce_tables(d):
+    for f in sorted(glob.glob(os.path.join(d, "reduce-p*.json"))):
+        try:
+            j = json.load(open(f))
+        except (OSError, ValueError) as e:
+            print(f"{f}: unreadable ({e})", file=sys.stderr)
+            continue
+        print(f"\n### rmaop-reduce-bench, {j.get('ranks')} ranks ({os.path.basename(f)}), us")
+        print("| way | " + " | ".join(f"{b} B" for b in j.get("bytes", [])) + " |")
+        print("|" + " --- |" * (1 + len(j.get("bytes", []))))
+        for w in j.get("ways", []):
+            cells = [f"{x * 1e6:.2f}" for x in w["seconds"]] if w.get("seconds") else ["–"] * len(j.get("bytes", []))
+            print(f"| {w['name']} | " + " | ".join(cells) + " |")
+
+
 def main():
     if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
         print(__doc__.strip(), file=sys.stderr)
@@ -112,6 +128,7 @@ def main():
         print(f"{sys.argv[1]}: no bench-*-p*.json files", file=sys.stderr)
     bench_tables(runs)
     probe_tables(sys.argv[1])
+    reduce_tables(sys.argv[1])
     return 0
 
 
