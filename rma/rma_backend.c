@@ -125,7 +125,7 @@ static rmaop_status plan_setup(rmaop_plan plan) {
   if (needed) {
     size_t bytes = (size_t)plan->recv_total * plan->esize * (rp->doubled ? 2 : 1);
     void *base = NULL;
-    st = rma__win_make(ctx, 1, NULL, bytes, on_device, &rp->win, &base);
+    st = rma__win_make(ctx, 1, NULL, bytes, on_device ? RMA_WIN_DEVICE : 0, &rp->win, &base);
     if (st != RMAOP_OK) {
       free(rp);
       return st;
@@ -277,12 +277,12 @@ typedef struct {
 #define RMA_REDUCE_RING 8
 
 typedef struct {
-  rmaop_win dwin;  /* device reductions in one kernel (reduce_device): NULL until the first */
-  int dstate;      /* 0: not tried yet, 1: dwin is an ipc window, -1: not available (the core's plan path) */
-  rmaop_win win; /* NULL until the first reduction on more than one rank */
-  double *slots; /* [2][size][cap] */
-  int64_t cap;   /* doubles per slot */
-  int *peers;    /* [size - 1] every other rank, ascending */
+  rmaop_win dwin; /* device reductions in one kernel (reduce_device): NULL until the first */
+  int dstate;     /* 0: not tried yet, 1: dwin is an ipc window, -1: not available (the core's plan path) */
+  rmaop_win win;  /* NULL until the first reduction on more than one rank */
+  double *slots;  /* [2][size][cap] */
+  int64_t cap;    /* doubles per slot */
+  int *peers;     /* [size - 1] every other rank, ascending */
   rma_reduce *pending;
   rma_reduce ring[RMA_REDUCE_RING];
   unsigned next;
@@ -306,7 +306,7 @@ static void fini(rmaop_ctx ctx) {
   rma_ctx *s = ctx->backend_data;
   if (!s)
     return;
-  rmaop_win_free(&s->win); /* collective: every rank grew the window at the same calls */
+  rmaop_win_free(&s->win);  /* collective: every rank grew the window at the same calls */
   rmaop_win_free(&s->dwin); /* collective: made at the same device reduction everywhere */
   free(s->peers);
   free(s);
@@ -327,9 +327,15 @@ static rmaop_status grow(rmaop_ctx ctx, rma_ctx *s, int64_t count) {
   rmaop_win_free(&s->win);
   s->cap = 0;
   void *base = NULL;
-  /* Host memory on every context: the reduction table passes host doubles. */
-  RMAOP_CHECK(
-      rma__win_make(ctx, 1, NULL, 2 * (size_t)ctx->size * (size_t)cap * sizeof(double), 0, &s->win, &base));
+  /* Host memory on every context: the reduction table passes host doubles. On a device context it takes the
+   * node's shared memory when every rank is on one node, whatever the context's transport: there
+   * RMAOP_RMA_TRANSPORT says how GPU memory moves (ipc, or a CUDA-aware MPI), and the table is host memory.
+   * Over the CUDA-aware Open MPI 5 + UCX on 4 H200s the mpi transport's table took 55 us per reduction in lock
+   * mode and 20 in fence and pscw, where NCCL's allreduce took 20 and the shm table 0.8 on 4 H100s (rmaop-reduce-bench,
+   * docs/scaling-runs/). A host context keeps the transport it names, so rma.*.mpi on host memory still measures
+   * MPI's RMA for everything. */
+  const int flags = ctx->memory == RMAOP_MEMORY_DEVICE ? RMA_WIN_NODE_SHM : 0;
+  RMAOP_CHECK(rma__win_make(ctx, 1, NULL, 2 * (size_t)ctx->size * (size_t)cap * sizeof(double), flags, &s->win, &base));
   s->slots = base;
   s->cap = cap;
   return RMAOP_OK;
@@ -446,7 +452,7 @@ static rmaop_status dred_window(rmaop_ctx ctx, rma_ctx *s) {
     return RMAOP_OK; /* the same answer on every rank: the inputs are the context's, agreed at creation */
   const size_t P = (size_t)ctx->size, bytes = 2 * P * RMA_DRED_MAXC * sizeof(double) + (P + 1) * sizeof(uint32_t);
   void *base = NULL;
-  RMAOP_CHECK(rma__win_make(ctx, 1, NULL, bytes, 1, &s->dwin, &base));
+  RMAOP_CHECK(rma__win_make(ctx, 1, NULL, bytes, RMA_WIN_DEVICE, &s->dwin, &base));
   if (!s->dwin->device || !s->dwin->ipc) { /* not an ipc window after all: the plan path */
     rmaop_win_free(&s->dwin);
     return RMAOP_OK;
@@ -500,7 +506,10 @@ static const char *reduce_transport(rmaop_ctx ctx) {
     return "self";
   if (s && s->win)
     return s->win->transport_name;
-  return rma__choose_transport(ctx, 0, ctx->node_size == ctx->size, (ctx->rank + 1) % ctx->size)->name;
+  const int one_node = ctx->node_size == ctx->size;
+  if (one_node && ctx->memory == RMAOP_MEMORY_DEVICE) /* grow()'s RMA_WIN_NODE_SHM */
+    return rma__transport_shm.name;
+  return rma__choose_transport(ctx, 0, one_node, (ctx->rank + 1) % ctx->size)->name;
 }
 
 const rmaop_backend rmaop__rma_backend = {

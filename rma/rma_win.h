@@ -75,6 +75,7 @@ struct rmaop_win_s {
   int device;                 /* GPU window memory: every rank (own included) reached by ipc, no MPI window */
   int dev_mpi;                /* GPU window memory exposed through a CUDA-aware MPI: an MPI window over device
                                  pointers, mpi towards every rank (own included), host-side epochs */
+  int node_shm;               /* RMA_WIN_NODE_SHM: a shared host window reaches the other ranks over shm */
   int built;                  /* creation succeeded on every rank (collective free may synchronize) */
   void *ipc;                  /* transport_ipc.c's state of a GPU window */
   void *dev_base;             /* GPU memory over MPI allocated here (cudaMalloc), freed with the window */
@@ -128,10 +129,13 @@ struct rmaop_win_s {
 /* ---- win.c ---- */
 
 /* Both public creators end here (collective). allocate: memory from MPI (device: cudaMalloc),
- * *base_out set; else over user memory `user_base`. `device`: the window memory is GPU memory (a
- * device context only; ipc towards every rank, which needs them all on one node); else host memory
- * (plans staged through host, reductions). */
-rmaop_status rma__win_make(rmaop_ctx ctx, int allocate, void *user_base, size_t bytes, int device, rmaop_win *out,
+ * *base_out set; else over user memory `user_base`. `flags`: RMA_WIN_DEVICE, the window memory is GPU memory
+ * (a device context only; ipc towards every rank, which needs them all on one node); else host memory (plans
+ * staged through host, reductions). RMA_WIN_NODE_SHM (host memory): shm towards every rank when all share a node,
+ * whatever transport the context names (the reduction table of a device context: see rma_backend.c, grow). */
+#define RMA_WIN_DEVICE 1
+#define RMA_WIN_NODE_SHM 2
+rmaop_status rma__win_make(rmaop_ctx ctx, int allocate, void *user_base, size_t bytes, int flags, rmaop_win *out,
                            void **base_out);
 /* The transport a window of `ctx` uses towards `peer` (`device`: a GPU window, ipc or, when
  * rma__gpu_over_mpi, mpi; `shared`: the window is one MPI_Win_allocate_shared segment over the whole
@@ -166,9 +170,9 @@ rmaop_status rma__ipc_host_sync(rmaop_win w);
  * wait that timed out earlier. `may_defer` (begin, and a plan's end with fuse_unpack): a step of nothing
  * but waits stays pending and runs first in the kernel of the next step. Nothing to do on other windows. */
 rmaop_status rma__ipc_submit(rmaop_win w, int may_defer);
-/* A copy within this rank's GPU memory (a plan's unpack; both ends device memory) joins the pending batch, after its waits and
- * before its flag writes, when the kernel path can take it (*taken = 1); else the pending batch is
- * launched (*taken = 0) so that the caller's own copy comes after it on the stream. */
+/* A copy within this rank's GPU memory (a plan's unpack; both ends device memory) joins the pending batch, after its
+ * waits and before its flag writes, when the kernel path can take it (*taken = 1); else the pending batch is launched
+ * (*taken = 0) so that the caller's own copy comes after it on the stream. */
 rmaop_status rma__ipc_local_copy(rmaop_win w, void *dst, const void *src, size_t bytes, int *taken);
 
 /* Puts without argument checks: the caller (a plan, a reduction) validated its pattern once. */

@@ -283,7 +283,9 @@ static rmaop_status setup_control(rmaop_win w, size_t ctrl_bytes) {
 static void set_transports(rmaop_win w) {
   const char *name = NULL;
   for (int r = 0; r < w->size; ++r) {
-    w->tp[r] = rma__choose_transport(w->ctx, w->device || w->dev_mpi, w->shared, r);
+    w->tp[r] = w->node_shm && w->shared && r != w->rank
+                   ? &rma__transport_shm
+                   : rma__choose_transport(w->ctx, w->device || w->dev_mpi, w->shared, r);
     if (r == w->rank)
       continue;
     if (!name)
@@ -314,7 +316,9 @@ static rmaop_status build_local(rmaop_win w, void *user_base, size_t bytes) {
 /* Only lock mode signals with flags. pscw always uses MPI_Win_post/start/complete/wait, on shm too:
  * users A/B the sync modes against each other, and a pscw built from lock's flags would make the two
  * the same path. (Open MPI 4.1's osc/sm PSCW is slow at 8 bytes; docs/PERFORMANCE.md shows by how much.) */
-static int uses_flag_sync(const rmaop_win w) { return w->sync == RMAOP_SYNC_LOCK; }
+static int uses_flag_sync(const rmaop_win w) {
+  return w->sync == RMAOP_SYNC_LOCK;
+}
 
 /* The collective part of creation, entered by every rank once the arguments were agreed valid. */
 static rmaop_status build(rmaop_win w, void *user_base, size_t bytes) {
@@ -344,9 +348,10 @@ static rmaop_status build(rmaop_win w, void *user_base, size_t bytes) {
   return RMAOP_OK;
 }
 
-rmaop_status rma__win_make(rmaop_ctx ctx, int allocate, void *user_base, size_t bytes, int device, rmaop_win *out,
+rmaop_status rma__win_make(rmaop_ctx ctx, int allocate, void *user_base, size_t bytes, int flags, rmaop_win *out,
                            void **base_out) {
   const char *fn = allocate ? "rmaop_win_allocate" : "rmaop_win_create";
+  const int device = (flags & RMA_WIN_DEVICE) != 0;
   int shared = 0;
   rmaop_win w = NULL;
   rmaop_status local = check_create(ctx, fn, allocate, device, user_base, bytes, out, base_out, &shared);
@@ -356,6 +361,7 @@ rmaop_status rma__win_make(rmaop_ctx ctx, int allocate, void *user_base, size_t 
   rmaop_status st = rmaop__agree(ctx, local, fn);
   if (st == RMAOP_OK) {
     w->shared = shared;
+    w->node_shm = !device && (flags & RMA_WIN_NODE_SHM) != 0;
     w->owns_memory = allocate;
     w->dev_mpi = device && rma__gpu_over_mpi(ctx);
     w->device = device && !w->dev_mpi;
@@ -374,12 +380,12 @@ rmaop_status rma__win_make(rmaop_ctx ctx, int allocate, void *user_base, size_t 
 
 rmaop_status rmaop_win_allocate(rmaop_ctx ctx, size_t bytes, rmaop_win *win, void **base) {
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_win_allocate: ctx is NULL");
-  return rma__win_make(ctx, 1, NULL, bytes, ctx->memory == RMAOP_MEMORY_DEVICE, win, base);
+  return rma__win_make(ctx, 1, NULL, bytes, ctx->memory == RMAOP_MEMORY_DEVICE ? RMA_WIN_DEVICE : 0, win, base);
 }
 
 rmaop_status rmaop_win_create(rmaop_ctx ctx, void *base, size_t bytes, rmaop_win *win) {
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_win_create: ctx is NULL");
-  return rma__win_make(ctx, 0, base, bytes, ctx->memory == RMAOP_MEMORY_DEVICE, win, NULL);
+  return rma__win_make(ctx, 0, base, bytes, ctx->memory == RMAOP_MEMORY_DEVICE ? RMA_WIN_DEVICE : 0, win, NULL);
 }
 
 /* ---- free ---- */

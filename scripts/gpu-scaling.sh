@@ -15,7 +15,7 @@
 #                                              fence/pscw/lock, twosided on device pointers
 # python3 scripts/scaling-tables.py $OUT/scaling-<tag> prints the tables of docs/PERFORMANCE.md (per-iteration
 # time, communication share, efficiencies relative to 1 and 2 GPUs, the probes' reductions).
-# Parts can be left out or narrowed: TESTS=0, TESTS_RE=REGEX (ctest -R), PROBE=0, REDUCE=0, PS="1 2 4",
+# Parts can be left out or narrowed: TESTS=0, TESTS_RE=REGEX (ctest -R), TEST_LABEL=gpu (default gpu4), PROBE=0, REDUCE=0, PS="1 2 4",
 # PROBLEMS="deriv1d-2e20 deriv1d-2e26 lap2d-strong lap2d-weak bdiag" (the bench series run; default all).
 # Every step runs under a time limit of its own and writes under $OUT as it goes, so a call cut short keeps
 # what finished. Keep NCCL_NVLS_ENABLE=0 (set here).
@@ -46,7 +46,7 @@ git rev-parse --short HEAD 2>/dev/null || cat .device-cache/TREE 2>/dev/null
 
 stamp "build ($BUILD) and the gpu tests at 3 and 4 ranks"
 if [ "${TESTS:-1}" = 1 ] && [ "$G" -ge 4 ]; then
-  OUT="$D" LABEL=gpu4 JOBS=16 timeout "${TEST_LIMIT:-240}" bash scripts/gpu-check.sh -R "$TESTS_RE" --timeout 120
+  OUT="$D" LABEL="${TEST_LABEL:-gpu4}" JOBS=16 timeout "${TEST_LIMIT:-240}" bash scripts/gpu-check.sh -R "$TESTS_RE" --timeout 120
 else
   OUT="$D" LABEL=none timeout 300 bash scripts/gpu-check.sh >/dev/null
 fi
