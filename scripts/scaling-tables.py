@@ -26,13 +26,8 @@ STRONG = {"lap2d-strong": "lap2d, 8192^2 grid (strong)"}
 
 def load_benches(d):
     runs = {}  # tag -> P -> path -> (seconds per iteration, comm share)
-    for f in glob.glob(os.path.join(d, "bench-*-p*.json")):
+    for f, j in json_files(d, "bench-*-p*.json"):
         m = re.match(r"bench-(.+)-p(\d+)\.json$", os.path.basename(f))
-        try:
-            j = json.load(open(f))
-        except (OSError, ValueError) as e:
-            print(f"{f}: unreadable ({e})", file=sys.stderr)
-            continue
         for p in j.get("paths", []):
             runs.setdefault(m.group(1), {}).setdefault(int(m.group(2)), {})[p["path"]] = (
                 p["iter_seconds"]["median"], p.get("comm_share", float("nan")))
@@ -77,13 +72,17 @@ def bench_tables(runs):
             print(f"| {path} | " + " | ".join(cells) + " |")
 
 
-def probe_tables(d):
-    for f in sorted(glob.glob(os.path.join(d, "profile-p*.json"))):
+def json_files(d, pattern):
+    """(path, parsed JSON) of every readable file matching pattern in d, sorted by name."""
+    for f in sorted(glob.glob(os.path.join(d, pattern))):
         try:
-            j = json.load(open(f))
+            yield f, json.load(open(f))
         except (OSError, ValueError) as e:
             print(f"{f}: unreadable ({e})", file=sys.stderr)
-            continue
+
+
+def probe_tables(d):
+    for f, j in json_files(d, "profile-p*.json"):
         print(f"\n### probe, {j.get('ranks')} ranks, {j.get('memory')} memory{' (quick)' if j.get('quick') else ''}"
               f" ({os.path.basename(f)})")
         print("| path | alpha us | o us | beta GB/s | L us | fit | reduce 8 B us | reduce 64 B us | 3 doubles after a device dot us |")
@@ -105,12 +104,7 @@ def probe_tables(d):
 
 
 def reduce_tables(d):
-    for f in sorted(glob.glob(os.path.join(d, "reduce-p*.json"))):
-        try:
-            j = json.load(open(f))
-        except (OSError, ValueError) as e:
-            print(f"{f}: unreadable ({e})", file=sys.stderr)
-            continue
+    for f, j in json_files(d, "reduce-p*.json"):
         print(f"\n### rmaop-reduce-bench, {j.get('ranks')} ranks ({os.path.basename(f)}), us")
         print("| way | " + " | ".join(f"{b} B" for b in j.get("bytes", [])) + " |")
         print("|" + " --- |" * (1 + len(j.get("bytes", []))))
