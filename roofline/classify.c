@@ -96,23 +96,34 @@ double roof_cold_fraction(const roof_cache *c, double d) {
   return f;
 }
 
+/* A path's reduction curve (n points below the full sweep, whose point ends it) at d, or -1 when not usable. */
+static double reduce_curve_fraction(const roof_cold *q, const double *bytes, const double *t, int n, double d) {
+  if (!q->has_reduce || n < 1 || n >= ROOF_MAX_CURVE || !(bytes[n - 1] < q->sweep_bytes))
+    return -1;
+  double b[ROOF_MAX_CURVE], tt[ROOF_MAX_CURVE];
+  memcpy(b, bytes, (size_t)n * sizeof *b);
+  memcpy(tt, t, (size_t)n * sizeof *tt);
+  b[n] = q->sweep_bytes; /* the full sweep's point ends the curve */
+  tt[n] = q->reduce.cold;
+  const curve k = {b, tt, n + 1, q->reduce.warm};
+  return curve_fraction(&k, d);
+}
+
 double roof_path_cold_fraction(const roof_cache *c, const roof_path *p, const char *kind, double d) {
   if (!c->has || !(d > 0))
     return 0;
   const roof_cold *q = &p->cold;
-  if (strcmp(kind, "reduce") == 0 && q->has_reduce && q->nrcurve > 0 && q->nrcurve < ROOF_MAX_CURVE &&
-      q->rcurve_bytes[q->nrcurve - 1] < q->sweep_bytes) {
-    double b[ROOF_MAX_CURVE], t[ROOF_MAX_CURVE];
-    memcpy(b, q->rcurve_bytes, (size_t)q->nrcurve * sizeof *b);
-    memcpy(t, q->rcurve_t, (size_t)q->nrcurve * sizeof *t);
-    b[q->nrcurve] = q->sweep_bytes; /* the full sweep's point ends the curve */
-    t[q->nrcurve] = q->reduce.cold;
-    const curve k = {b, t, q->nrcurve + 1, q->reduce.warm};
-    const double f = curve_fraction(&k, d);
-    if (f >= 0)
-      return f;
-  }
-  return roof_cold_fraction(c, d);
+  const double f =
+      strcmp(kind, "reduce") == 0 ? reduce_curve_fraction(q, q->rcurve_bytes, q->rcurve_t, q->nrcurve, d) : -1;
+  return f >= 0 ? f : roof_cold_fraction(c, d);
+}
+
+double roof_path_same_fraction(const roof_cache *c, const roof_path *p, double d) {
+  if (!c->has || !(d > 0))
+    return 0;
+  const roof_cold *q = &p->cold;
+  const double f = reduce_curve_fraction(q, q->scurve_bytes, q->scurve_t, q->nscurve, d);
+  return f >= 0 ? f : roof_path_cold_fraction(c, p, "reduce", d);
 }
 
 double roof_cgls_bytes(double model_local, double data_local, double elem, double op_bytes) {
@@ -153,14 +164,16 @@ double roof_after_epoch_share(const roof_path *p) {
 }
 
 /* The share of path @p p's cold penalty a site pays per call (@p p NULL: the profile's epoch curve alone).
- * Host memory: the cache term at the site's reuse distance, a reduction on the path's own reduction curve
- * where the probe measured one (roof_path_cold_fraction). A reduction closer to the run's previous communication
- * call (@p gap bytes, below its reuse distance) than to its own last call pays, where the probe measured the dot
- * after an epoch, rho of the fraction at its reuse distance and 1 - rho of the fraction at the gap: the epoch
- * warmed the rest of what it shares with the reduction (roof_after_epoch_share). Device memory has no cache term
- * (the vectors live on the GPU), but every reduction of a solver on a device context follows the device dot that
- * made its partials (a kernel, the copy to the host, a stream synchronization), and the probe's "cold" reduction
- * point there is timed right after one: reductions pay all of it, plans none. */
+ * Host memory: the cache term at the site's reuse distance, a reduction on the path's own same-bytes curve where
+ * the probe recorded one (roof_path_same_fraction: between two of its calls a solver touches again what it
+ * touched in its previous iteration), else its fresh-bytes curve (roof_path_cold_fraction). A reduction closer to
+ * the run's previous communication call (@p gap bytes, below its reuse distance) than to its own last call pays,
+ * where the probe measured the dot after an epoch, rho of the fraction at its reuse distance and 1 - rho of the
+ * fresh-bytes fraction at the gap: the epoch warmed the rest of what it shares with the reduction
+ * (roof_after_epoch_share), and the bytes since the epoch are part of the way through the solver's data. Device memory
+ * has no cache term (the vectors live on the GPU), but every reduction of a solver on a device context follows the
+ * device dot that made its partials (a kernel, the copy to the host, a stream synchronization), and the probe's "cold"
+ * reduction point there is timed right after one: reductions pay all of it, plans none. */
 static double site_cold_fraction(const roof_profile *prof, const roof_site *s, const roof_path *p, double reuse,
                                  double gap) {
   if (s->messages <= 0)
@@ -169,8 +182,10 @@ static double site_cold_fraction(const roof_profile *prof, const roof_site *s, c
     return strcmp(s->kind, "reduce") == 0 ? 1 : 0;
   if (!p)
     return roof_cold_fraction(&prof->cache, reuse);
-  const double f = roof_path_cold_fraction(&prof->cache, p, s->kind, reuse),
-               rho = strcmp(s->kind, "reduce") == 0 && gap > 0 && gap < reuse ? roof_after_epoch_share(p) : -1;
+  const int reduce = strcmp(s->kind, "reduce") == 0;
+  const double f = reduce ? roof_path_same_fraction(&prof->cache, p, reuse)
+                          : roof_path_cold_fraction(&prof->cache, p, s->kind, reuse),
+               rho = reduce && gap > 0 && gap < reuse ? roof_after_epoch_share(p) : -1;
   return rho < 0 ? f : rho * f + (1 - rho) * roof_path_cold_fraction(&prof->cache, p, s->kind, gap);
 }
 

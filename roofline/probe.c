@@ -561,8 +561,9 @@ static int measure_reduce_curve(dot_state *d, sweeper *sw, int reps, roof_cold *
 
 /* The same dot after re-writing the same bytes (the first pieces of the ring) before every repetition, over
  * the reduction curve's sizes: a solver re-reads its footprint every iteration, and where both ranks' footprint
- * fits the LLC and nothing else evicts it, its reductions pay less than after fresh bytes (session 28). The
- * fresh sweeps go on where they stopped. Collective. */
+ * fits the LLC and nothing else evicts it, its reductions pay less than after fresh bytes (session 28); `run`
+ * prices reduction sites with it since session 30 (roof_path_same_fraction). The fresh sweeps go on where they
+ * stopped. Collective. */
 static int measure_same_curve(dot_state *d, sweeper *sw, int reps, roof_cold *c) {
   const int next = sw->next;
   sw->same = 1;
@@ -823,7 +824,7 @@ static void show_cold(const roof_path *p) {
     roof_msg("probe %s: the dot after the full sweep and an 8 B epoch: %.2f -> %.2f us (%.2f of its penalty)\n",
              p->name, a->warm * 1e6, a->cold * 1e6, rho < 0 ? 0 : rho);
   if (p->cold.nscurve > 0) {
-    roof_msg("probe %s: the dot after the same bytes again (not used by the model):", p->name);
+    roof_msg("probe %s: the dot after the same bytes again (reduction sites' curve):", p->name);
     show_points(p->cold.scurve_bytes, p->cold.scurve_t, p->cold.nscurve);
   }
   if (p->cold.has_overlap)

@@ -113,8 +113,9 @@ typedef struct {
  * to back (warm); sweep_bytes is 0 there, and roof_cold_penalty says how the model uses it.
  * Host memory also has the path's own reduction curve: the one-element dot's cold median after writing
  * rcurve_bytes[i] per rank (ascending, below sweep_bytes; the full sweep's point, `reduce`, ends it). A
- * reduction site scales its path's penalty by this curve (roof_path_cold_fraction); absent (nrcurve 0) in
- * older profiles, which use the profile's epoch curve for every site. */
+ * reduction site scales its path's penalty by this curve where the profile has no same-bytes curve (below), and
+ * by it for the bytes since the run's previous call (roof_path_cold_fraction); absent (nrcurve 0) in older
+ * profiles, which use the profile's epoch curve for every site. */
 typedef struct {
   int has_epoch, has_reduce;
   double sweep_bytes; /* bytes each rank wrote before every cold repetition */
@@ -128,9 +129,9 @@ typedef struct {
   roof_cold_point after_epoch;
   /* Host memory, probes since session 28: the same dot's cold median after re-writing the same scurve_bytes[i]
    * per rank before every repetition (the first pieces of the sweep's ring each time, as a solver re-reads its
-   * footprint), where the reduction curve above writes fresh bytes. Recorded, not used by the model yet: in a
-   * quiet phase of the 2-vCPU VM a solver whose two ranks' footprint fits the LLC paid none of the fresh-bytes
-   * fraction (docs/roofline-runs/2026-11-26-session28-host.md). Absent (nscurve 0) in older profiles. */
+   * footprint), where the reduction curve above writes fresh bytes. Reduction sites read it since session 30
+   * (roof_path_same_fraction); the fresh curve prices a reduction's gap part. Absent (nscurve 0) in older
+   * profiles, which read the fresh curve. */
   int nscurve;
   double scurve_bytes[ROOF_MAX_CURVE], scurve_t[ROOF_MAX_CURVE];
   /* Host memory, probes since session 29: the 8 B epoch with a pass over overlap_bytes of fresh memory between
@@ -245,6 +246,14 @@ double roof_cold_fraction(const roof_cache *c, double reuse_bytes);
  * below ROOF_COLD_MIN_REL x warm), and for every other site, roof_cold_fraction of the profile's epoch curve.
  * 0 when the profile has no cold term or reuse is unknown. Host memory only (roof_analyze decides device). */
 double roof_path_cold_fraction(const roof_cache *c, const roof_path *p, const char *kind, double reuse_bytes);
+/* A reduction's fraction on path @p p from its same-bytes curve (cold.scurve: the dot after re-writing the same
+ * bytes before every repetition), same rules; roof_path_cold_fraction(c, p, "reduce", ...) where the profile has
+ * none or it is not usable. What `run` prices reduction sites with since session 30: in steady state a solver
+ * touches between two reductions the data it touched in its previous iteration, not bytes last touched a whole
+ * scratch ago; over session 28-29's seven VM checks that recorded the curve it put bdiag within 25 % on 44 of 49
+ * (path, check) pairs against 39 with the fresh-bytes curve, deriv1d on 47 against 45
+ * (docs/roofline-runs/2026-11-27-session30-samebytes.md). */
+double roof_path_same_fraction(const roof_cache *c, const roof_path *p, double reuse_bytes);
 /* Bytes one rank streams per CGLS iteration (src/solver.c, rmaop_solve_cgls): every vector an operation
  * reads or writes counts once: 8 passes over model-space vectors (local length @p model_local), 6 over
  * data-space vectors (@p data_local), of @p elem bytes each, plus @p op_bytes (the operator's own storage,
@@ -441,8 +450,8 @@ typedef struct {
   double again_k[ROOF_CHECK_MAX_FILES];                                             /* per --again bench file */
   double run_k[ROOF_CHECK_MAX_FILES]; /* per report: its own run's measurement on this path (measured_comm_per_iter) */
   uint64_t has_predicted, has_measured, has_again, has_run; /* bit k: file k (report, bench, --again) has the path */
-  double predicted, predicted_warm, measured;      /* medians over the files that have the path */
-  double error;                                    /* predicted / measured - 1 */
+  double predicted, predicted_warm, measured;               /* medians over the files that have the path */
+  double error;                                             /* predicted / measured - 1 */
   int compared, within;
   double again, gap;                /* the --again files' median; gap = again / measured - 1 */
   int again_compared, again_within; /* |gap| <= tolerance */
@@ -456,8 +465,8 @@ typedef struct {
   roof_check_row rows[ROOF_CHECK_MAX_PATHS]; /* the bench files' paths, in their order */
   int nrows, nreports, nbenches, ncompared, nwithin;
   int round_compared[ROOF_CHECK_MAX_FILES], round_within[ROOF_CHECK_MAX_FILES]; /* report k against bench k */
-  int nagain, again_compared, again_within; /* the measurement against itself (roof_check_again) */
-  int run_compared, run_within;             /* the run's own measurement against the bench's */
+  int nagain, again_compared, again_within;         /* the measurement against itself (roof_check_again) */
+  int run_compared, run_within;                     /* the run's own measurement against the bench's */
   int ninterval, interval_inside, interval_outside; /* rows with an interval; wholly inside / beyond the tolerance */
   double tolerance;
 } roof_check;

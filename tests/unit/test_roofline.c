@@ -519,6 +519,55 @@ START_TEST(cold_fraction_per_path_reduction_curve) {
 }
 END_TEST
 
+/* The same-bytes curve (session 30): rma.lock.shm's dot after re-writing the same 4 MiB left 0.04 of its penalty,
+ * the same 16 MiB 0.2 (the fresh curve: 0.1 and 0.5). Reduction sites read it at their reuse distance; the gap
+ * part of a reduction after an epoch reads the fresh curve; plans and paths without it are unchanged. */
+START_TEST(cold_fraction_same_bytes_curve) {
+  roof_profile p;
+  make_profile(&p);
+  add_cold(&p);
+  add_reduce_curve(&p);
+  const roof_cache *c = &p.cache;
+  const roof_path *lock = &p.paths[0], *two = &p.paths[1];
+  /* no same-bytes curve yet: the fresh one */
+  ck_assert_double_eq_tol(roof_path_same_fraction(c, lock, 8 * MIB), 0.3, 1e-12);
+  roof_cold *q = &p.paths[0].cold;
+  q->nscurve = 2;
+  q->scurve_bytes[0] = 4 * MIB, q->scurve_t[0] = 1.2e-6;
+  q->scurve_bytes[1] = 16 * MIB, q->scurve_t[1] = 2e-6;
+  ck_assert_double_eq_tol(roof_path_same_fraction(c, lock, 4 * MIB), 0.04, 1e-12);
+  ck_assert_double_eq_tol(roof_path_same_fraction(c, lock, 8 * MIB), 0.12, 1e-12);
+  ck_assert_double_eq_tol(roof_path_same_fraction(c, lock, 32 * MIB), 0.6, 1e-12); /* toward the full sweep's 1 */
+  ck_assert_double_eq(roof_path_same_fraction(c, lock, 64 * MIB), 1);
+  ck_assert_double_eq(roof_path_same_fraction(c, lock, 0), 0);
+  ck_assert_double_eq_tol(roof_path_cold_fraction(c, lock, "reduce", 8 * MIB), 0.3, 1e-12); /* unchanged */
+  /* a path without either curve reads the epoch curve */
+  ck_assert_double_eq_tol(roof_path_same_fraction(c, two, 8 * MIB), roof_cold_fraction(c, 8 * MIB), 1e-12);
+  /* 16 MiB between a reduction's calls: 0.2 of lock's penalty, not the fresh 0.5 */
+  roof_site dot = make_site("dot", "reduce", 1, 16, 4e-6, 20), halo = make_site("halo", "plan", 2, 8, 3e-6, 20);
+  roof_analysis a;
+  ck_assert_int_eq(roof_analyze(&dot, &p, 10, 32 * MIB, 0, &a), 0);
+  ck_assert_double_eq_tol(a.on[0].cold_fraction, 0.2, 1e-12);
+  ck_assert_double_eq_tol(a.on[0].predicted, roof_reduce_time(&lock->rfit, 16) + 0.2 * 5e-6, 1e-18);
+  roof_analysis_free(&a);
+  /* after an epoch (a quarter of the penalty left): a quarter of the same-bytes fraction at its reuse distance
+   * (32 MiB: 0.6), three quarters of the fresh fraction at the 8 MiB gap (0.3) */
+  q->has_after_epoch = 1;
+  q->after_epoch = (roof_cold_point){.warm = 1e-6, .cold = 2.25e-6, .penalty = 1.25e-6, .reps = 9};
+  ck_assert_int_eq(roof_analyze_gap(&dot, &p, 10, 64 * MIB, 0, 8 * MIB, &a), 0);
+  ck_assert_double_eq_tol(a.on[0].cold_fraction, 0.25 * 0.6 + 0.75 * 0.3, 1e-12);
+  roof_analysis_free(&a);
+  /* plans keep the epoch curve */
+  ck_assert_int_eq(roof_analyze_gap(&halo, &p, 10, 64 * MIB, 0, 8 * MIB, &a), 0);
+  ck_assert_double_eq_tol(a.on[0].cold_fraction, 0.75, 1e-12);
+  roof_analysis_free(&a);
+  /* a same-bytes curve that reaches the full sweep is not usable: the fresh one */
+  q->scurve_bytes[1] = 256 * MIB;
+  ck_assert_double_eq_tol(roof_path_same_fraction(c, lock, 8 * MIB), 0.3, 1e-12);
+  roof_profile_free(&p);
+}
+END_TEST
+
 /* A reduction right after another site's call: rma.lock.shm's probe left the dot a quarter of its penalty when an
  * 8 B epoch came after the sweep, so a reduction 8 MiB after the halo and 32 MiB after its own last call pays a
  * quarter of its curve at 32 MiB and three quarters at 8 MiB. */
@@ -1741,6 +1790,7 @@ static Suite *suite(void) {
   tcase_add_test(cls, best_path_skips_poor_fits);
   tcase_add_test(cls, cold_fraction_from_curve);
   tcase_add_test(cls, cold_fraction_per_path_reduction_curve);
+  tcase_add_test(cls, cold_fraction_same_bytes_curve);
   tcase_add_test(cls, cold_reduction_after_epoch);
   tcase_add_test(cls, cold_bytes_per_iteration);
   tcase_add_test(cls, cold_penalty_in_predictions);
