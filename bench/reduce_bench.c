@@ -51,8 +51,9 @@ typedef struct {
   rmaop_ctx ctx;    /* the rmaop ways */
 } way;
 
-/* One operation of count doubles; fills out (host) with the sum; 0 or -1 with msg. */
-typedef int (*op_fn)(way *w, int count, double *out, char *msg);
+/* One operation of count doubles; fills out (host, when not NULL) with the sum; 0 or -1 with msg. An operation
+ * that times itself (the rmaop ways: the trace's time inside) sets *own, the others leave it (wall time). */
+typedef int (*op_fn)(way *w, int count, double *out, char *msg, double *own);
 
 static double *hin, *hout; /* page-locked host doubles */
 static double *din, *dout; /* device doubles */
@@ -80,8 +81,8 @@ static int nccl_fail(ncclResult_t r, const char *what, char *msg) {
   return -1;
 }
 
-static int op_nccl(way *w, int count, double *out, char *msg) {
-  (void)w;
+static int op_nccl(way *w, int count, double *out, char *msg, double *own) {
+  (void)w, (void)own;
   if (nccl_fail(ncclAllReduce(din, dout, (size_t)count, ncclDouble, ncclSum, nccl, stream), "ncclAllReduce", msg) ||
       cuda_fail(cudaStreamSynchronize(stream), "cudaStreamSynchronize", msg))
     return -1;
@@ -90,8 +91,8 @@ static int op_nccl(way *w, int count, double *out, char *msg) {
   return 0;
 }
 
-static int op_nccl_host(way *w, int count, double *out, char *msg) {
-  (void)w;
+static int op_nccl_host(way *w, int count, double *out, char *msg, double *own) {
+  (void)w, (void)own;
   const size_t b = (size_t)count * sizeof(double);
   if (cuda_fail(cudaMemcpyAsync(din, hin, b, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync", msg) ||
       nccl_fail(ncclAllReduce(din, dout, (size_t)count, ncclDouble, ncclSum, nccl, stream), "ncclAllReduce", msg) ||
@@ -104,8 +105,8 @@ static int op_nccl_host(way *w, int count, double *out, char *msg) {
 }
 #endif
 
-static int op_mpi(way *w, int count, double *out, char *msg) {
-  (void)w;
+static int op_mpi(way *w, int count, double *out, char *msg, double *own) {
+  (void)w, (void)own;
   const int e = MPI_Allreduce(hin, hout, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   if (e != MPI_SUCCESS) {
     snprintf(msg, ERRLEN, "MPI_Allreduce: error %d", e);
@@ -117,8 +118,7 @@ static int op_mpi(way *w, int count, double *out, char *msg) {
 }
 
 /* rmaop_allreduce under RMAOP_TRACE_SYNCED: the site's time inside replaces the wall time (see the header). */
-static double site_time;
-static int op_rmaop(way *w, int count, double *out, char *msg) {
+static int op_rmaop(way *w, int count, double *out, char *msg, double *own) {
   rmaop_trace_site site;
   rmaop_status st = rmaop_trace_reset(w->ctx);
   if (st == RMAOP_OK)
@@ -127,7 +127,7 @@ static int op_rmaop(way *w, int count, double *out, char *msg) {
     st = rmaop_allreduce(w->ctx, hin, hout, count, RMAOP_SUM, "bench.reduce");
   (void)rmaop_trace_enable(w->ctx, RMAOP_TRACE_OFF);
   if (st == RMAOP_OK && (st = rmaop_trace_get(w->ctx, 0, &site)) == RMAOP_OK)
-    site_time = site.time_inside;
+    *own = site.time_inside;
   if (st != RMAOP_OK) {
     snprintf(msg, ERRLEN, "rmaop_allreduce: %s", rmaop_ctx_last_error(w->ctx));
     return -1;
@@ -164,7 +164,7 @@ static int agree(int failed, const char *msg, char *why) {
 }
 
 /* Checks the sum, then times reps repetitions; w->t[k] = the slowest rank's median. Collective. */
-static void measure(way *w, op_fn op, int is_rmaop) {
+static void measure(way *w, op_fn op) {
   double *t = malloc((size_t)reps * sizeof *t), got[MAXC];
   char msg[ERRLEN] = "";
   int failed = t == NULL;
@@ -173,8 +173,9 @@ static void measure(way *w, op_fn op, int is_rmaop) {
   for (int k = 0; k < NCOUNT && !agree(failed, msg, w->why); ++k) {
     const int c = counts[k];
     input(c);
+    double own = -1;
     failed = cuda_fail(cudaMemcpy(din, hin, (size_t)c * sizeof(double), cudaMemcpyHostToDevice), "cudaMemcpy", msg) ||
-             op(w, c, got, msg);
+             op(w, c, got, msg, &own);
     for (int i = 0; i < c && !failed; ++i) { /* the sum over ranks of (r + 1 + i / 8): exact in doubles */
       const double want = size * (size + 1) / 2.0 + size * (i / 8.0);
       if (got[i] != want)
@@ -185,10 +186,11 @@ static void measure(way *w, op_fn op, int is_rmaop) {
     for (int r = -warmup; r < reps && !failed; ++r) {
       MPI_Barrier(MPI_COMM_WORLD);
       const double t0 = MPI_Wtime();
-      failed = op(w, c, NULL, msg);
+      own = -1;
+      failed = op(w, c, NULL, msg, &own);
       const double dt = MPI_Wtime() - t0;
       if (r >= 0)
-        t[r] = is_rmaop ? site_time : dt;
+        t[r] = own >= 0 ? own : dt;
     }
     if (agree(failed, msg, w->why))
       break;
@@ -316,8 +318,8 @@ int main(int argc, char **argv) {
         nccl = NULL;
     }
     if (nccl) {
-      measure(&ways[0], op_nccl, 0);
-      measure(&ways[1], op_nccl_host, 0);
+      measure(&ways[0], op_nccl);
+      measure(&ways[1], op_nccl_host);
     } else
       snprintf(ways[1].why, ERRLEN, "%s", ways[0].why);
   }
@@ -327,7 +329,7 @@ int main(int argc, char **argv) {
 #endif
   nw = 2;
   snprintf(ways[nw].name, sizeof ways[nw].name, "MPI_Allreduce");
-  measure(&ways[nw++], op_mpi, 0);
+  measure(&ways[nw++], op_mpi);
   char list[512];
   snprintf(list, sizeof list, "%s", paths);
   char *save = NULL;
@@ -335,7 +337,7 @@ int main(int argc, char **argv) {
     way *w = &ways[nw++];
     snprintf(w->name, sizeof w->name, "rmaop %s", p);
     if (open_path(w, p) == 0) {
-      measure(w, op_rmaop, 1);
+      measure(w, op_rmaop);
       rmaop_ctx_destroy(&w->ctx);
     }
   }
