@@ -14,10 +14,8 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 BUILD=build-gpu
 if [ "${CUDA_MPI:-0}" = 1 ]; then
-  [ -d /tmp/cudampi ] || tar xJf .device-cache/openmpi-5.0.7-ucx-1.13.1-cuda13.tar.xz -C /tmp
-  export PATH=/tmp/cudampi/bin:$PATH LD_LIBRARY_PATH=/tmp/cudampi/lib:${LD_LIBRARY_PATH:-}
-  export UCX_PROTO_ENABLE=y OMPI_MCA_pml=ucx
-  unset OMPI_MCA_plm OMPI_MCA_btl_vader_single_copy_mechanism
+  source scripts/cuda-mpi-env.sh
+  rmaop_cuda_mpi_env || { echo "gpu-check.sh: CUDA_MPI=1 but no $RMAOP_CUDA_MPI_TARBALL"; exit 1; }
   BUILD=build-gpu-cudampi
 fi
 nvidia-smi -L | tee "$OUT/gpus.txt"

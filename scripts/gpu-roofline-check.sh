@@ -45,21 +45,18 @@ build build-roof || exit 1
 stamp "device memory, system MPI: rma ipc, twosided staged, nccl"
 check device-sysmpi build-roof ROUNDS="$ROUNDS" MEMORY=device BDIAG_N=4096 BACKENDS=rma,twosided,nccl \
   TRANSPORTS=ipc OMPI_MCA_hwloc_base_binding_policy=none
-tarball=.device-cache/openmpi-5.0.7-ucx-1.13.1-cuda13.tar.xz
-if [ -f "$tarball" ]; then
+source scripts/cuda-mpi-env.sh
+if [ -f "$RMAOP_CUDA_MPI_TARBALL" ]; then
   stamp "build (CUDA-aware Open MPI 5 + UCX)"
-  [ -d /tmp/cudampi ] || tar xJf "$tarball" -C /tmp
   (
-    export PATH=/tmp/cudampi/bin:$PATH LD_LIBRARY_PATH=/tmp/cudampi/lib:${LD_LIBRARY_PATH:-}
-    export UCX_PROTO_ENABLE=y OMPI_MCA_pml=ucx
-    unset OMPI_MCA_plm OMPI_MCA_btl_vader_single_copy_mechanism
+    rmaop_cuda_mpi_env || exit 1
     build build-roof-cudampi || exit 1
     stamp "device memory, CUDA-aware MPI: rma mpi, twosided on device pointers"
     check device-cudampi build-roof-cudampi ROUNDS="$ROUNDS" MEMORY=device BDIAG_N=4096 BACKENDS=rma,twosided \
       TRANSPORTS=mpi OMPI_MCA_hwloc_base_binding_policy=none
   )
 else
-  stamp "no $tarball: the CUDA-aware part is skipped"
+  stamp "no $RMAOP_CUDA_MPI_TARBALL: the CUDA-aware part is skipped"
 fi
 if [ "$HOST_ROUNDS" -gt 0 ]; then
   stamp "host memory (system MPI)"

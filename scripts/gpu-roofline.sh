@@ -16,8 +16,8 @@ R="${BUILD:-build-gpu}/roofline/rmaop-roofline"
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 if [ "${CUDA_MPI:-0}" = 1 ]; then
-  export PATH=/tmp/cudampi/bin:$PATH LD_LIBRARY_PATH=/tmp/cudampi/lib:${LD_LIBRARY_PATH:-}
-  export UCX_PROTO_ENABLE=y OMPI_MCA_pml=ucx
+  source scripts/cuda-mpi-env.sh
+  rmaop_cuda_mpi_env || { echo "gpu-roofline.sh: CUDA_MPI=1 but no $RMAOP_CUDA_MPI_TARBALL"; exit 1; }
   DEV_PATHS="${DEV_PATHS:-rma.lock.mpi.device,rma.fence.mpi.device,twosided.device}"
 else
   DEV_PATHS="${DEV_PATHS:-rma.fence.ipc.device,rma.pscw.ipc.device,rma.lock.ipc.device,rma.lock.mpi.device,twosided.device,nccl.device}"

@@ -50,8 +50,10 @@ if [ "${TESTS:-1}" = 1 ] && [ "$G" -ge 4 ]; then
 else
   OUT="$D" LABEL=none timeout 300 bash scripts/gpu-check.sh >/dev/null
 fi
-[ "${CUDA_MPI:-0}" = 1 ] && export PATH=/tmp/cudampi/bin:$PATH LD_LIBRARY_PATH=/tmp/cudampi/lib:${LD_LIBRARY_PATH:-} \
-  UCX_PROTO_ENABLE=y OMPI_MCA_pml=ucx && unset OMPI_MCA_plm OMPI_MCA_btl_vader_single_copy_mechanism
+if [ "${CUDA_MPI:-0}" = 1 ]; then # gpu-check.sh set it up in its own process
+  source scripts/cuda-mpi-env.sh
+  rmaop_cuda_mpi_env || { echo "gpu-scaling.sh: CUDA_MPI=1 but no $RMAOP_CUDA_MPI_TARBALL"; exit 1; }
+fi
 R="$BUILD/roofline/rmaop-roofline" B="$BUILD/bench/rmaop-bench"
 [ -x "$R" ] && [ -x "$B" ] || { echo "gpu-scaling.sh: $R or $B was not built"; exit 1; }
 run_np() { # limit (s), ranks, command...
