@@ -89,10 +89,12 @@ rmaop_status rmaop__dev_fetch_begin(rmaop_ctx ctx, double *host, const double *d
 /* The event rmaop__dev_fetch_wait waits for, alone: behind a replayed graph that holds the copy itself. */
 rmaop_status rmaop__dev_fetch_mark(rmaop_ctx ctx);
 /* CUDA graphs of the context's stream (capture mode: this thread only). capture_end always ends the
- * capture: *exec is the instantiated graph (NULL when `keep` is 0 or nothing was captured). */
+ * capture: *exec is the instantiated graph (NULL when `keep` is 0 or nothing was captured). graph_launch
+ * launches one; `what` and `part` name it in an error. A NULL exec launches nothing: a rank whose share of
+ * the captured work is empty (no rows, no messages) captured no nodes. */
 rmaop_status rmaop__dev_capture_begin(rmaop_ctx ctx);
 rmaop_status rmaop__dev_capture_end(rmaop_ctx ctx, int keep, void **exec);
-rmaop_status rmaop__dev_graph_launch(rmaop_ctx ctx, void *exec);
+rmaop_status rmaop__dev_graph_launch(rmaop_ctx ctx, void *exec, const char *what, int part);
 void rmaop__dev_graph_free(void *exec);
 rmaop_status rmaop__dev_fetch_wait(rmaop_ctx ctx, const char *what);
 /* out[i] = slots[0 * count + i] op slots[1 * count + i] op ... in rank order (device memory, enqueued). */

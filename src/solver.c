@@ -92,12 +92,15 @@ static rmaop_status cg_part(const dev_solver *v, int graph, int part) {
  * per iteration (one graph would leave the GPU idle while the host waits for h and launches the next).
  * Every rank captures; when an operation refuses (a path whose work cannot be captured: rmaop.h,
  * rmaop_ctx_stream) before any plan was captured, nothing changed on the host and every rank goes on
- * without graphs (exec[] NULL); a refusal after a plan was captured is an error. Collective. */
-static rmaop_status dev_capture(const dev_solver *v, void *exec[2]) {
+ * without graphs (*captured 0); a refusal after a plan was captured is an error. Collective. *captured is the
+ * same on every rank; a part of a rank with nothing to do in it (no rows: an empty rank's part 1) captured
+ * no nodes, and its exec[] is NULL. */
+static rmaop_status dev_capture(const dev_solver *v, void *exec[2], int *captured) {
   rmaop_ctx ctx = v->A->ctx;
   const uint64_t plans_before = ctx->captured_plans;
   rmaop_status st = RMAOP_OK;
   char why[sizeof ctx->last_error] = "";
+  *captured = 0;
   for (int part = 0; part < 2 && st == RMAOP_OK; ++part) {
     RMAOP_CHECK(rmaop__dev_capture_begin(ctx));
     st = v->part(v, 1, part);
@@ -120,7 +123,9 @@ static rmaop_status dev_capture(const dev_solver *v, void *exec[2]) {
     st = RMAOP_ERROR(ctx, RMAOP_ERR_REMOTE,
                      "%s: another rank captured work into a CUDA graph that this rank refused to capture (%s)", v->fn,
                      why);
-  return rmaop__agree(ctx, st, v->fn);
+  RMAOP_CHECK(rmaop__agree(ctx, st, v->fn));
+  *captured = 1;
+  return RMAOP_OK;
 }
 
 /* The loop, once v->h holds the start's scalars and part 1's first pass is enqueued (CG) or not needed
@@ -129,18 +134,19 @@ static rmaop_status dev_loop(const dev_solver *v, const rmaop_solver_options *o,
                              double *kold_out) {
   rmaop_ctx ctx = v->A->ctx;
   void *exec[2] = {NULL, NULL};
+  int captured = 0;
   rmaop_status st = RMAOP_OK;
   double kold = v->h[RMAOP__CG_KOLD];
   info->history[0] = sqrt(v->h[v->hist_slot]);
   info->reason = RMAOP_REASON_NITER;
   if (ctx->solver_scalars == RMAOP__SCALARS_GRAPH && info->iterations < o->niter && kold > o->tol)
-    RMAOP_CHECK_GOTO(dev_capture(v, exec), st, out);
-  info->graph = exec[0] != NULL;
+    RMAOP_CHECK_GOTO(dev_capture(v, exec, &captured), st, out);
+  info->graph = captured;
   while (info->iterations < o->niter && kold > o->tol) {
-    if (exec[0]) {
-      RMAOP_CHECK_GOTO(rmaop__dev_graph_launch(ctx, exec[0]), st, out);
+    if (captured) {
+      RMAOP_CHECK_GOTO(rmaop__dev_graph_launch(ctx, exec[0], v->fn, 0), st, out);
       RMAOP_CHECK_GOTO(rmaop__dev_fetch_mark(ctx), st, out);
-      RMAOP_CHECK_GOTO(rmaop__dev_graph_launch(ctx, exec[1]), st, out);
+      RMAOP_CHECK_GOTO(rmaop__dev_graph_launch(ctx, exec[1], v->fn, 1), st, out);
     } else {
       RMAOP_CHECK_GOTO(v->part(v, 0, 0), st, out);
       RMAOP_CHECK_GOTO(v->part(v, 0, 1), st, out);

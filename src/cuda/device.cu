@@ -487,8 +487,12 @@ extern "C" rmaop_status rmaop__dev_capture_end(rmaop_ctx ctx, int keep, void **e
   return RMAOP_OK;
 }
 
-extern "C" rmaop_status rmaop__dev_graph_launch(rmaop_ctx ctx, void *exec) {
-  DEV_CHECK(ctx, cudaGraphLaunch((cudaGraphExec_t)exec, STREAM(ctx)));
+extern "C" rmaop_status rmaop__dev_graph_launch(rmaop_ctx ctx, void *exec, const char *what, int part) {
+  if (!exec) return RMAOP_OK; /* an empty capture: nothing to replay */
+  const cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)exec, STREAM(ctx));
+  if (e != cudaSuccess)
+    return RMAOP_ERROR(ctx, RMAOP_ERR_CUDA, "%s: launching part %d's CUDA graph failed: %s (%s)", what, part,
+                       cudaGetErrorString(e), cudaGetErrorName(e));
   return RMAOP_OK;
 }
 
