@@ -307,6 +307,16 @@ double roof_run_gap_bytes(const roof_run *r) {
   return r->footprint > 0 ? fmin(r->footprint, gap) : gap;
 }
 
+double roof_run_shared_overflow(const roof_run *r, const roof_profile *prof) {
+  const roof_cache *c = &prof->cache;
+  if (!c->has || !(c->share_ratio >= ROOF_SHARED_RATIO) || !(c->share_cache_bytes > 0) || !r->an)
+    return 0;
+  double most = 0;
+  for (int i = 0; i < r->nsites; ++i)
+    most = fmax(most, r->an[i].reuse_bytes * prof->ranks);
+  return most > c->share_cache_bytes ? most : 0;
+}
+
 int roof_analyze_gap(const roof_site *s, const roof_profile *prof, int iterations, double bytes_per_iter,
                      double footprint, double gap_bytes, roof_analysis *a) {
   memset(a, 0, sizeof *a);

@@ -194,6 +194,11 @@ static void write_cache(FILE *f, const roof_cache *c) {
   json_write_string(f, c->curve_path);
   fputs(",\n  ", f);
   write_num(f, "curve_warm", c->curve_warm, 1);
+  if (c->share_bytes > 0) {
+    write_num(f, "share_cache_bytes", c->share_cache_bytes, 1);
+    write_num(f, "share_bytes", c->share_bytes, 1);
+    write_num(f, "share_ratio", c->share_ratio, 1);
+  }
   fputs("\"curve\": [", f);
   write_curve_points(f, c->curve_bytes, c->curve_t, c->ncurve);
   fputs("],\n  \"rule\": \"a site whose solver touches d bytes per rank between two of its calls pays, per call, the "
@@ -537,6 +542,10 @@ static int read_cache(reader *r, const json_value *root, roof_cache *c) {
   c->sweep_barriers = 3; /* profiles before session 24 */
   if (!st && json_get(o, "sweep_barriers"))
     st = get_int(r, o, "sweep_barriers", &c->sweep_barriers, 0);
+  c->share_bytes = c->share_ratio = c->share_cache_bytes = 0; /* profiles before session 31: not measured */
+  if (!st && json_get(o, "share_bytes"))
+    st = get_nonneg(r, o, "share_cache_bytes", &c->share_cache_bytes, 0) ||
+         get_nonneg(r, o, "share_bytes", &c->share_bytes, 0) || get_nonneg(r, o, "share_ratio", &c->share_ratio, 0);
   r->where[0] = 0;
   c->has = !st;
   return st ? -1 : 0;

@@ -110,6 +110,17 @@ void roof_report_cache(FILE *f, const roof_profile *p) {
     fprintf(f, " %s %.2f (%.0f%%)%s", b, c->curve_t[i] * US, 100 * roof_cold_fraction(c, c->curve_bytes[i]),
             i + 1 < c->ncurve ? "," : " us\n");
   }
+  if (c->share_bytes > 0) {
+    roof_format_bytes(c->share_bytes, b, sizeof b);
+    char lc[32];
+    roof_format_bytes(c->share_cache_bytes, lc, sizeof lc);
+    fprintf(f, "  ranks and caches: %s (0.6 x a %s LLC) streamed by rank 0 took %.2fx as long with every rank "
+            "streaming as alone: %s\n",
+            b, lc, c->share_ratio,
+            c->share_ratio >= ROOF_SHARED_RATIO ? "they share a core or a cache (sites whose data of all ranks "
+                                                   "together overflows it can be colder than predicted)"
+                                                 : "a core and a cache each");
+  }
   int any = 0;
   for (int j = 0; j < p->npaths; ++j)
     any |= p->paths[j].cold.has_reduce && p->paths[j].cold.nrcurve > 0;
@@ -170,6 +181,17 @@ void roof_verdict(const roof_run *r, const roof_profile *prof, char *buf, size_t
                snprintf(buf + n, len - (size_t)n, " with %d %s site%s (warm model %.2f)", roof_run_cold_sites(r),
                         strcmp(prof->memory, "device") == 0 ? "after-device-dot" : "(partly) cold",
                         roof_run_cold_sites(r) > 1 ? "s" : "", roof_run_predicted_warm(r, home) * US));
+  const double over = roof_run_shared_overflow(r, prof);
+  if (over > 0 && (size_t)n < len) {
+    char b1[32], b2[32];
+    roof_format_bytes(over, b1, sizeof b1);
+    roof_format_bytes(prof->cache.share_cache_bytes, b2, sizeof b2);
+    n = append(len, n,
+               snprintf(buf + n, len - (size_t)n,
+                        " (the ranks share a core or a cache: %.1fx slower streaming together, and touch %s together "
+                        "between calls, more than the %s LLC: the calls can be colder than this model)",
+                        prof->cache.share_ratio, b1, b2));
+  }
   if (best < 0 || (size_t)n >= len)
     return;
   double tb = roof_run_predicted(r, best);
@@ -338,6 +360,7 @@ static void json_run(FILE *f, const roof_run *r, const roof_profile *prof) {
   json_kv_num(f, "bytes_per_iter", r->bytes_per_iter, 1); /* streamed per rank: with the footprint, picks */
   json_kv_num(f, "footprint", r->footprint, 1);           /* each site's reuse distance and cold fraction */
   fprintf(f, "\"cold_sites\": %d, ", roof_run_cold_sites(r));
+  json_kv_num(f, "shared_cache_overflow", roof_run_shared_overflow(r, prof), 1); /* roof_run_shared_overflow */
   fputs("\"predicted_comm_per_iter\": {", f);
   for (int j = 0; j < prof->npaths; ++j)
     json_kv_num(f, prof->paths[j].name, roof_run_predicted(r, j), j + 1 < prof->npaths);
@@ -390,6 +413,7 @@ static void json_profile_summary(FILE *f, const roof_profile *prof) {
     json_kv_str(f, "curve_path", prof->cache.curve_path, 1);
     json_kv_num(f, "llc_bytes", prof->cache.llc_bytes, 1);
     json_kv_num(f, "sweep_bytes", prof->cache.sweep_bytes, 1);
+    json_kv_num(f, "share_ratio", prof->cache.share_ratio, 1);
     fputs("\"curve_fraction\": [", f);
     for (int i = 0; i < prof->cache.ncurve; ++i) {
       fprintf(f, "%s{\"bytes\": %.0f, \"fraction\": ", i ? ", " : "", prof->cache.curve_bytes[i]);

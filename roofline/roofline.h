@@ -188,7 +188,17 @@ typedef struct {
   double curve_warm;                                           /* that epoch warm (seconds) */
   double curve_bytes[ROOF_MAX_CURVE], curve_t[ROOF_MAX_CURVE]; /* sweep bytes (ascending), cold median */
   int ncurve;                                                  /* the last point is the full sweep */
+  /* Whether the ranks share a cache (session 31): rank 0's passes over share_bytes of its scratch (0.6 x
+   * share_cache_bytes, the last-level cache of CPU 0's domain as sysfs reports it, else llc_bytes), timed while
+   * every rank streams its own, over the same passes with the other ranks asleep. About 1 where each rank has a
+   * last-level cache (and core) of its own; 2 where two ranks share a core or a cache their data together
+   * overflows. All 0: not measured (older profile, one rank, cache size unknown). */
+  double share_bytes, share_ratio, share_cache_bytes;
 } roof_cache;
+
+/* share_ratio from which the ranks count as sharing a cache (session 31, the 2-vCPU VM: 1.07 one way, 2.07 the
+ * other). */
+#define ROOF_SHARED_RATIO 1.5
 
 typedef struct {
   int ranks;
@@ -396,6 +406,13 @@ typedef struct {
   roof_analysis *an; /* one per site */
 } roof_run;
 
+/* What the cold term does not price (session 31): the probe found the ranks sharing a cache (share_ratio >=
+ * ROOF_SHARED_RATIO) and some site of run @p r reaches, with every rank's data between two of its calls together
+ * (its reuse distance x the profile's ranks), past that cache (share_cache_bytes). There, on the 2-vCPU VM
+ * (sessions 28-31), the
+ * solver's calls paid about their path's full cold penalty while the probe's curves showed a tenth of it.
+ * Returns that largest combined reuse distance in bytes, or 0 when none does (or nothing was measured). */
+double roof_run_shared_overflow(const roof_run *r, const roof_profile *prof);
 /* Bytes one rank touches between two consecutive communication calls of run @p r, any sites: bytes_per_iter over
  * all sites' calls per iteration, capped by the footprint (the gap roof_analyze_gap takes; 0 when the iterations
  * or the bytes are unknown). */

@@ -720,6 +720,54 @@ START_TEST(cold_penalty_in_predictions) {
 }
 END_TEST
 
+/* The probe's sharing test (session 31): where the ranks share a cache (share_ratio >= ROOF_SHARED_RATIO) and a
+ * site's data of all ranks together between two calls (reuse x ranks) overflows it, the verdict says the calls
+ * can be colder than the model; nowhere else. The predictions do not change. */
+START_TEST(shared_cache_in_verdict) {
+  roof_profile p;
+  make_profile(&p); /* 2 ranks */
+  add_cold(&p);
+  p.cache.share_cache_bytes = 32 * MIB, p.cache.share_bytes = 19 * MIB, p.cache.share_ratio = 2.07;
+  roof_site halo = make_site("halo", "plan", 2, 8, 5e-6, 10);
+  roof_analysis a;
+  char v[1024];
+  /* 10 calls in 5 iterations, 40 MiB streamed per iteration: 20 MiB per rank between calls, 40 MiB for both */
+  ck_assert_int_eq(roof_analyze(&halo, &p, 5, 40 * MIB, 0, &a), 0);
+  ck_assert_double_eq(a.reuse_bytes, 20 * MIB);
+  const double predicted = a.on[0].predicted;
+  roof_run r = {.iterations = 5, .sites = &halo, .nsites = 1, .an = &a};
+  strcpy(r.solver, "test");
+  strcpy(r.path, "rma.lock.shm");
+  ck_assert_double_eq(roof_run_shared_overflow(&r, &p), 40 * MIB);
+  roof_verdict(&r, &p, v, sizeof v);
+  ck_assert_msg(strstr(v, "share a core or a cache: 2.1x") && strstr(v, "touch 40 MiB together") &&
+                    strstr(v, "more than the 32 MiB LLC"),
+                "%s", v);
+  /* caches of their own: no clause, same prediction */
+  p.cache.share_ratio = 1.07;
+  ck_assert_double_eq(roof_run_shared_overflow(&r, &p), 0);
+  roof_verdict(&r, &p, v, sizeof v);
+  ck_assert_msg(!strstr(v, "share a core"), "%s", v);
+  roof_analysis_free(&a);
+  ck_assert_int_eq(roof_analyze(&halo, &p, 5, 40 * MIB, 0, &a), 0);
+  ck_assert_double_eq(a.on[0].predicted, predicted);
+  roof_analysis_free(&a);
+  /* shared, but 10 MiB per rank between calls: 20 MiB together fit */
+  p.cache.share_ratio = 2.07;
+  ck_assert_int_eq(roof_analyze(&halo, &p, 5, 20 * MIB, 0, &a), 0);
+  r.an = &a;
+  ck_assert_double_eq(roof_run_shared_overflow(&r, &p), 0);
+  roof_analysis_free(&a);
+  /* not measured (an older profile, or one rank) */
+  p.cache.share_ratio = p.cache.share_bytes = p.cache.share_cache_bytes = 0;
+  ck_assert_int_eq(roof_analyze(&halo, &p, 5, 40 * MIB, 0, &a), 0);
+  r.an = &a;
+  ck_assert_double_eq(roof_run_shared_overflow(&r, &p), 0);
+  roof_analysis_free(&a);
+  roof_profile_free(&p);
+}
+END_TEST
+
 /* An adjoint's reversed plan (RMAOP_ADD) pays its path's accumulate extra on top of the INSERT fit, in the
  * share of its calls made in ADD mode; reductions, INSERT plans and paths without the point pay nothing. */
 START_TEST(accumulate_extra_in_predictions) {
@@ -1010,6 +1058,7 @@ START_TEST(profile_round_trip_cold) {
   c0->overlap = (roof_cold_point){.warm = 0.5e-6, .cold = 0.75e-6, .penalty = 0.25e-6, .reps = 41};
   c0->overlap_bytes = 8 * MIB;
   c0->overlap_seconds = 280e-6;
+  p.cache.share_cache_bytes = 32 * MIB, p.cache.share_bytes = 19 * MIB, p.cache.share_ratio = 2.07;
   const char *file = scratch("profile-cold.json");
   ck_assert_int_eq(roof_profile_write(&p, file, err, sizeof err), 0);
   ck_assert_msg(roof_profile_read(file, &q, err, sizeof err) == 0, "%s", err);
@@ -1021,6 +1070,8 @@ START_TEST(profile_round_trip_cold) {
   ck_assert_str_eq(b->curve_path, "rma.lock.shm");
   ck_assert_int_eq(a->sweep_barriers, 0); /* a probe whose ranks had a core each; a missing member reads 3 */
   ck_assert_int_eq(b->sweep_barriers, 0);
+  ck_assert(b->share_cache_bytes == a->share_cache_bytes && b->share_bytes == a->share_bytes);
+  ck_assert(rel(b->share_ratio, a->share_ratio) < 1e-8);
   ck_assert_double_eq_tol(roof_cold_fraction(b, 8 * MIB), roof_cold_fraction(a, 8 * MIB), 1e-12);
   ck_assert(rel(b->curve_warm, a->curve_warm) < 1e-8);
   ck_assert_int_eq(b->ncurve, 3);
@@ -1063,6 +1114,12 @@ START_TEST(profile_round_trip_cold) {
   ck_assert_double_eq_tol(roof_cold_penalty(&q.paths[1], "reduce"), 3e-6, 1e-15);
   /* and again: a profile read back writes the same cold term */
   expect_rewrites_same(&q, file, scratch("profile-cold2.json"));
+  /* without the sharing test (one rank, older probes) the members are left out and read back as 0 */
+  roof_profile_free(&q);
+  p.cache.share_cache_bytes = p.cache.share_bytes = p.cache.share_ratio = 0;
+  ck_assert_int_eq(roof_profile_write(&p, file, err, sizeof err), 0);
+  ck_assert_msg(roof_profile_read(file, &q, err, sizeof err) == 0, "%s", err);
+  ck_assert(q.cache.has && q.cache.share_bytes == 0 && q.cache.share_ratio == 0 && q.cache.share_cache_bytes == 0);
   roof_profile_free(&p);
   roof_profile_free(&q);
 }
@@ -1794,6 +1851,7 @@ static Suite *suite(void) {
   tcase_add_test(cls, cold_reduction_after_epoch);
   tcase_add_test(cls, cold_bytes_per_iteration);
   tcase_add_test(cls, cold_penalty_in_predictions);
+  tcase_add_test(cls, shared_cache_in_verdict);
   tcase_add_test(cls, accumulate_extra_in_predictions);
   tcase_add_test(cls, device_reduction_after_dot);
   tcase_add_test(cls, synced_offset);
