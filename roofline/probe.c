@@ -412,7 +412,6 @@ static void sweep(sweeper *sw, size_t bytes) {
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
-/* Last-level cache the system reports: sysconf (glibc), else sysfs; 0 when unknown. */
 /* The last-level cache of CPU 0's domain as the kernel reports it (sysfs, "32768K"); 0 when absent. Where the
  * two disagree this is the one to believe (the 2-vCPU VM: sysconf 512 MiB, from the hypervisor's CPUID; sysfs
  * 32 MiB, shared by both vCPUs); the sweep keeps llc_size's, which its curves have been measured with. */
@@ -428,6 +427,7 @@ static double sysfs_llc(void) {
   return x * (unit == 'K' ? 1024.0 : unit == 'M' ? 1048576.0 : unit == 'G' ? 1073741824.0 : 1.0);
 }
 
+/* Last-level cache the system reports: sysconf (glibc), else sysfs; 0 when unknown. */
 static double llc_size(char *source, size_t len) {
 #ifdef _SC_LEVEL3_CACHE_SIZE
   long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
@@ -462,12 +462,11 @@ static int oversubscribed(void) {
   return any;
 }
 
-/* Whether the ranks share a cache (roof_cache.share_ratio): rank 0 streams the first 0.6 x its last-level
- * cache (sysfs_llc, else llc_size) of its scratch
- * (the same bytes every pass, so alone they stay in its cache) ROOF_SHARE_PASSES times with the other ranks
- * asleep, then while every rank streams its own; medians of ROOF_SHARE_REPS alternations. Ranks with a core and a
- * last-level cache each take as long together as alone; two ranks on one core, or on one cache that their data
- * together overflows, slow each other. Session 31 on the 2-vCPU VM: 1.07x in one placement of its vCPUs,
+/* Whether the ranks share a cache (roof_cache.share_ratio): rank 0 streams the first 0.6 x its last-level cache
+ * (sysfs_llc, else llc_size) of its scratch, the same bytes every pass so that alone they stay in its cache,
+ * ROOF_SHARE_PASSES times with the other ranks asleep, then while every rank streams its own; medians of
+ * ROOF_SHARE_REPS alternations. Ranks with a core and a last-level cache each take as long together as alone;
+ * two ranks on one core, or on one cache that their data together overflows, slow each other. Session 31 on the 2-vCPU VM: 1.07x in one placement of its vCPUs,
  * 2.07x in the other (ping-pong 0.37 against 0.11 us), and in the second the solvers' calls paid their full
  * cold penalty (docs/roofline-runs/2026-11-27-session31-host.md). Waiting ranks poll a message and sleep
  * between polls: a rank spinning in MPI would take the core it may share. Collective. */
@@ -488,7 +487,9 @@ static void measure_sharing(sweeper *sw, roof_cache *c) {
   const int rank = world_rank();
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   c->share_bytes = c->share_ratio = c->share_cache_bytes = 0;
-  const double cache = sysfs_llc() > 0 ? sysfs_llc() : c->llc_bytes;
+  double cache = sysfs_llc();
+  if (!(cache > 0))
+    cache = c->llc_bytes;
   if (size < 2 || !(cache > 0))
     return;
   int n = (int)(0.6 * cache / (double)ROOF_SWEEP_PIECE);
