@@ -462,27 +462,35 @@ static int oversubscribed(void) {
   return any;
 }
 
-/* Whether the ranks share a cache (roof_cache.share_ratio): rank 0 streams the first 0.6 x its last-level cache
- * (sysfs_llc, else llc_size) of its scratch, the same bytes every pass so that alone they stay in its cache,
- * ROOF_SHARE_PASSES times with the other ranks asleep, then while every rank streams its own; medians of
- * ROOF_SHARE_REPS alternations. Ranks with a core and a last-level cache each take as long together as alone;
- * two ranks on one core, or on one cache that their data together overflows, slow each other. Session 31 on the 2-vCPU VM: 1.07x in one placement of its vCPUs,
- * 2.07x in the other (ping-pong 0.37 against 0.11 us), and in the second the solvers' calls paid their full
- * cold penalty (docs/roofline-runs/2026-11-27-session31-host.md). Waiting ranks poll a message and sleep
- * between polls: a rank spinning in MPI would take the core it may share. Collective. */
+/* Whether the ranks share a cache (roof_cache.share_ratio): rank 0 reads 0.85 x its last-level cache (sysfs_llc,
+ * else llc_size) of a buffer of its own, one double per cache line, ROOF_SHARE_PASSES times with the other ranks
+ * asleep, then while every rank reads its own; medians of ROOF_SHARE_REPS alternations. Ranks with a core and a
+ * last-level cache each take as long together as alone; ranks on one core, or on one cache that their data
+ * together overflows, slow each other. Session 31 on the 2-vCPU VM, whose host moves its two vCPUs between a
+ * placement with caches of their own (8 B ping-pong 0.37 us) and one on a shared L3 (0.11 us), where the
+ * solvers' calls paid their full cold penalty (docs/roofline-runs/2026-11-27-session31-host.md): 0.84-1.12 in
+ * the first and 1.22-1.55 in the second over 66 probes. Tried first: 0.6 x LLC (1.22-1.32 shared, up to 1.15
+ * apart), and the library's vector update instead of loads (1.02-1.22 shared): its arithmetic keeps it under
+ * the cache's bandwidth. Waiting ranks poll a message and sleep between polls: a rank spinning in MPI would take
+ * the core it may share. Collective. */
 #define ROOF_SHARE_PASSES 8
+#define ROOF_SHARE_OF_LLC 0.85
 #define ROOF_SHARE_REPS 5
-static double stream_passes(sweeper *sw, int n) {
-  for (int k = 0; k < n; ++k) /* warm: in the cache (or not) as it will be */
-    (void)rmaop_vec_scale(sw->piece[k], -1.0);
+static volatile double share_sink;
+static double read_passes(const double *buf, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; i += 8) /* warm: in the cache (or not) as it will be */
+    s += buf[i];
   const double t0 = MPI_Wtime();
   for (int p = 0; p < ROOF_SHARE_PASSES; ++p)
-    for (int k = 0; k < n; ++k)
-      (void)rmaop_vec_scale(sw->piece[k], -1.0); /* a host vector of this context: cannot fail; stays +-1 */
-  return MPI_Wtime() - t0;
+    for (size_t i = 0; i < n; i += 8)
+      s += buf[i];
+  const double t = MPI_Wtime() - t0;
+  share_sink = s;
+  return t;
 }
 
-static void measure_sharing(sweeper *sw, roof_cache *c) {
+static void measure_sharing(roof_cache *c) {
   int size = 1;
   const int rank = world_rank();
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -490,15 +498,21 @@ static void measure_sharing(sweeper *sw, roof_cache *c) {
   double cache = sysfs_llc();
   if (!(cache > 0))
     cache = c->llc_bytes;
-  if (size < 2 || !(cache > 0))
+  const size_t n = (size_t)(fmin(ROOF_SHARE_OF_LLC * cache, ROOF_SWEEP_CAP) / sizeof(double)) & ~(size_t)7;
+  double *buf = size > 1 && n > 0 ? malloc(n * sizeof(double)) : NULL;
+  int bad = !buf, any = 0;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (any) { /* one rank, the cache unknown, or no memory somewhere: not measured */
+    free(buf);
     return;
-  int n = (int)(0.6 * cache / (double)ROOF_SWEEP_PIECE);
-  n = n < 1 ? 1 : n > sw->npiece ? sw->npiece : n;
+  }
+  for (size_t i = 0; i < n; ++i)
+    buf[i] = 1.0;
   double alone[ROOF_SHARE_REPS], together[ROOF_SHARE_REPS], ratio = 0;
   for (int rep = 0; rep < ROOF_SHARE_REPS; ++rep) {
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
-      alone[rep] = stream_passes(sw, n);
+      alone[rep] = read_passes(buf, n);
       for (int r = 1; r < size; ++r)
         MPI_Send(NULL, 0, MPI_BYTE, r, 0, MPI_COMM_WORLD);
     } else {
@@ -509,13 +523,14 @@ static void measure_sharing(sweeper *sw, roof_cache *c) {
         nanosleep(&(struct timespec){0, 100000}, NULL);
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    together[rep] = stream_passes(sw, n);
+    together[rep] = read_passes(buf, n);
   }
+  free(buf);
   if (rank == 0)
     ratio = roof_median(together, ROOF_SHARE_REPS) / roof_median(alone, ROOF_SHARE_REPS);
   MPI_Bcast(&ratio, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   c->share_cache_bytes = cache;
-  c->share_bytes = (double)n * (double)ROOF_SWEEP_PIECE;
+  c->share_bytes = (double)n * sizeof(double);
   c->share_ratio = ratio;
 }
 
@@ -550,7 +565,7 @@ static int sweeper_create(sweeper *sw, roof_cache *c) {
   sw->end_barriers = c->sweep_barriers = oversubscribed() ? ROOF_COLD_BARRIERS : 0;
   sweep(sw, sw->bytes);
   c->sweep_bytes = (double)sw->bytes;
-  measure_sharing(sw, c);
+  measure_sharing(c);
   return 0;
 }
 

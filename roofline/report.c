@@ -114,8 +114,8 @@ void roof_report_cache(FILE *f, const roof_profile *p) {
     roof_format_bytes(c->share_bytes, b, sizeof b);
     char lc[32];
     roof_format_bytes(c->share_cache_bytes, lc, sizeof lc);
-    fprintf(f, "  ranks and caches: %s (0.6 x a %s LLC) streamed by rank 0 took %.2fx as long with every rank "
-            "streaming as alone: %s\n",
+    fprintf(f, "  ranks and caches: %s (0.85 x a %s LLC) read by rank 0 took %.2fx as long with every rank reading "
+            "its own as alone: %s\n",
             b, lc, c->share_ratio,
             c->share_ratio >= ROOF_SHARED_RATIO ? "they share a core or a cache (sites whose data of all ranks "
                                                    "together overflows it can be colder than predicted)"
@@ -188,7 +188,7 @@ void roof_verdict(const roof_run *r, const roof_profile *prof, char *buf, size_t
     roof_format_bytes(prof->cache.share_cache_bytes, b2, sizeof b2);
     n = append(len, n,
                snprintf(buf + n, len - (size_t)n,
-                        " (the ranks share a core or a cache: %.1fx slower streaming together, and touch %s together "
+                        " (the ranks share a core or a cache: %.1fx slower reading together, and touch %s together "
                         "between calls, more than the %s LLC: the calls can be colder than this model)",
                         prof->cache.share_ratio, b1, b2));
   }

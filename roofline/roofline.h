@@ -188,17 +188,17 @@ typedef struct {
   double curve_warm;                                           /* that epoch warm (seconds) */
   double curve_bytes[ROOF_MAX_CURVE], curve_t[ROOF_MAX_CURVE]; /* sweep bytes (ascending), cold median */
   int ncurve;                                                  /* the last point is the full sweep */
-  /* Whether the ranks share a cache (session 31): rank 0's passes over share_bytes of its scratch (0.6 x
+  /* Whether the ranks share a cache (session 31): rank 0's passes over share_bytes of a buffer (0.85 x
    * share_cache_bytes, the last-level cache of CPU 0's domain as sysfs reports it, else llc_bytes), timed while
-   * every rank streams its own, over the same passes with the other ranks asleep. About 1 where each rank has a
-   * last-level cache (and core) of its own; 2 where two ranks share a core or a cache their data together
+   * every rank reads its own, over the same passes with the other ranks asleep. About 1 where each rank has a
+   * last-level cache (and core) of its own; more where ranks share a core or a cache their data together
    * overflows. All 0: not measured (older profile, one rank, cache size unknown). */
   double share_bytes, share_ratio, share_cache_bytes;
 } roof_cache;
 
-/* share_ratio from which the ranks count as sharing a cache (session 31, the 2-vCPU VM: 1.07 one way, 2.07 the
- * other). */
-#define ROOF_SHARED_RATIO 1.5
+/* share_ratio from which the ranks count as sharing a cache (session 31, the 2-vCPU VM over 66 probes: 0.84-1.12
+ * in the placement where its vCPUs have caches of their own, 1.22-1.55 where they share one). */
+#define ROOF_SHARED_RATIO 1.2
 
 typedef struct {
   int ranks;
