@@ -1,13 +1,15 @@
 # Issue 6, session 31: a check's rounds split by the probe's own state: the ranks' shared-memory latency
 # (rma.lock.shm's fitted L = T(1, 8 B); < 0.3 us: "shared", the two vCPUs on one core or its caches; else
-# "apart"). Per state and path: median model / median rmaop-bench --trace-sync (synchronized_comm_per_iter_seconds),
+# "apart"; with "share": the probe's own sharing test instead, cache.share_ratio >= 1.2, in profiles that have it).
+# Per state and path: median model / median rmaop-bench --trace-sync (synchronized_comm_per_iter_seconds),
 # as rmaop-roofline check compares them. With "fullcold": the shared rounds priced with every site fully cold
 # (warm + the full sweep's penalty per call), from the reports' own per-site numbers.
-#   python3 2026-11-27-session31-states.py CHECK_DIR [fullcold]
+#   python3 2026-11-27-session31-states.py CHECK_DIR [fullcold | share]
 import json, glob, re, statistics as S, sys
 
 d = sys.argv[1]
 fullcold = len(sys.argv) > 2 and sys.argv[2] == 'fullcold'
+by_share = len(sys.argv) > 2 and sys.argv[2] == 'share'
 
 
 def key(f):
@@ -16,7 +18,11 @@ def key(f):
 
 state = {}
 for f in glob.glob(f'{d}/profile-*.json'):
-    q = [q for q in json.load(open(f))['paths'] if q['name'] == 'rma.lock.shm'][0]
+    prof = json.load(open(f))
+    if by_share:
+        state[key(f)] = 'shared' if prof['cache'].get('share_ratio', 0) >= 1.2 else 'apart'
+        continue
+    q = [q for q in prof['paths'] if q['name'] == 'rma.lock.shm'][0]
     state[key(f)] = 'shared' if q['derived']['L'] < 0.3e-6 else 'apart'
 for s in ('shared', 'apart'):
     print(s, 'rounds:', ' '.join(str(k) for k in sorted(k for k in state if state[k] == s)))
