@@ -565,7 +565,6 @@ static int sweeper_create(sweeper *sw, roof_cache *c) {
   sw->end_barriers = c->sweep_barriers = oversubscribed() ? ROOF_COLD_BARRIERS : 0;
   sweep(sw, sw->bytes);
   c->sweep_bytes = (double)sw->bytes;
-  measure_sharing(c);
   return 0;
 }
 
@@ -1113,10 +1112,12 @@ int roof_probe(const roof_probe_options *o) {
              "reductions are also timed after a device dot\n");
   else if (o->cold_reps > 0 && sweeper_create(&sw, &prof.cache))
     roof_msg("probe: no cold-cache points: cannot allocate the %.0f MiB scratch buffer\n", (double)sw.bytes / 1048576);
-  else if (o->cold_reps > 0)
+  else if (o->cold_reps > 0) {
     roof_msg("probe: cold points after writing %.0f MiB per rank (LLC %.0f MiB, %s), fresh bytes each sweep, %s\n",
              (double)sw.bytes / 1048576, prof.cache.llc_bytes / 1048576, prof.cache.llc_source,
              sw.end_barriers ? "barriers before the call (more ranks than cores)" : "the call right after");
+    measure_sharing(&prof.cache); /* a buffer of its own: recorded beside the cold term it qualifies */
+  }
   for (int i = 0; i < np; ++i) {
     roof_path *p = &prof.paths[prof.npaths];
     if (probe_path(names[i], &g, o, &sw, &prof.cache, p) == 0 && (rank != 0 || fit_path(p) == 0))
