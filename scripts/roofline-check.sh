@@ -61,7 +61,7 @@ for ((r = 1; r <= ROUNDS; ++r)); do
   rmaop_log "round $r/$ROUNDS: probe ($(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1-3 /proc/loadavg))"
   "${M[@]}" "$roofline" probe "${probe_args[@]}" --memory "$MEMORY" --out "$out/profile-$r.json" \
     >"$out/probe-$r.log" 2>&1 || { cat "$out/probe-$r.log" >&2; rmaop_die "the probe of round $r failed"; }
-  share="$(grep -o '[0-9.]*x as long with every rank reading its own as alone: .*' "$out/probe-$r.log")"
+  share="$(grep -o '[0-9.]*x as long with every rank reading its own as alone: .*' "$out/probe-$r.log" || true)"
   rmaop_log "round $r/$ROUNDS: the ranks' caches: ${share:-(not measured)}"
   for p in "${problems[@]}"; do
     read -r problem n <<<"$p"
