@@ -163,14 +163,6 @@ double roof_after_epoch_share(const roof_path *p) {
   return fmin(1, fmax(0, (c->after_epoch.cold - c->after_epoch.warm) / c->reduce.penalty));
 }
 
-/* Whether the ranks share a cache (the probe's share_ratio >= ROOF_SHARED_RATIO, host memory) that a site's data of
- * all ranks between two of its calls (@p reuse bytes per rank x the profile's ranks) overflows. */
-static int shared_overflow(const roof_profile *prof, double reuse) {
-  const roof_cache *c = &prof->cache;
-  return !device_profile(prof) && c->has && c->share_ratio >= ROOF_SHARED_RATIO && c->share_cache_bytes > 0 &&
-         reuse * prof->ranks > c->share_cache_bytes;
-}
-
 /* The share of path @p p's cold penalty a site pays per call (@p p NULL: the profile's epoch curve alone).
  * Host memory: the cache term at the site's reuse distance, a reduction on the path's own same-bytes curve where
  * the probe recorded one (roof_path_same_fraction: between two of its calls a solver touches again what it
@@ -181,18 +173,13 @@ static int shared_overflow(const roof_profile *prof, double reuse) {
  * (roof_after_epoch_share), and the bytes since the epoch are part of the way through the solver's data. Device memory
  * has no cache term (the vectors live on the GPU), but every reduction of a solver on a device context follows the
  * device dot that made its partials (a kernel, the copy to the host, a stream synchronization), and the probe's "cold"
- * reduction point there is timed right after one: reductions pay all of it, plans none. Where the ranks share a cache
- * that the site's data of all ranks overflows (shared_overflow), the site pays all of its penalty: its state went
- * out of the cache they share, and the probe's curves, measured with the other ranks sweeping too, read a tenth of
- * it there (session 31). The full penalty is what those calls paid on the VM (session 32, docs/roofline-runs). */
+ * reduction point there is timed right after one: reductions pay all of it, plans none. */
 static double site_cold_fraction(const roof_profile *prof, const roof_site *s, const roof_path *p, double reuse,
                                  double gap) {
   if (s->messages <= 0)
     return 0;
   if (device_profile(prof))
     return strcmp(s->kind, "reduce") == 0 ? 1 : 0;
-  if (shared_overflow(prof, reuse))
-    return 1;
   if (!p)
     return roof_cold_fraction(&prof->cache, reuse);
   const int reduce = strcmp(s->kind, "reduce") == 0;
@@ -210,8 +197,6 @@ static const char *regime_of(const roof_analysis *a, const roof_profile *prof) {
     return "warm: no cold term";
   if (a->reuse_bytes <= 0)
     return "warm: bytes unknown";
-  if (shared_overflow(prof, a->reuse_bytes))
-    return "cold: shared cache";
   return a->cold_fraction >= 1 ? "cold" : a->cold_fraction > 0 ? "partly cold" : "warm";
 }
 
@@ -323,11 +308,13 @@ double roof_run_gap_bytes(const roof_run *r) {
 }
 
 double roof_run_shared_overflow(const roof_run *r, const roof_profile *prof) {
+  const roof_cache *c = &prof->cache;
+  if (!c->has || !(c->share_ratio >= ROOF_SHARED_RATIO) || !(c->share_cache_bytes > 0) || !r->an)
+    return 0;
   double most = 0;
-  for (int i = 0; r->an && i < r->nsites; ++i)
-    if (shared_overflow(prof, r->an[i].reuse_bytes))
-      most = fmax(most, r->an[i].reuse_bytes * prof->ranks);
-  return most;
+  for (int i = 0; i < r->nsites; ++i)
+    most = fmax(most, r->an[i].reuse_bytes * prof->ranks);
+  return most > c->share_cache_bytes ? most : 0;
 }
 
 int roof_analyze_gap(const roof_site *s, const roof_profile *prof, int iterations, double bytes_per_iter,

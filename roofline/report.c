@@ -114,13 +114,12 @@ void roof_report_cache(FILE *f, const roof_profile *p) {
     roof_format_bytes(c->share_bytes, b, sizeof b);
     char lc[32];
     roof_format_bytes(c->share_cache_bytes, lc, sizeof lc);
-    fprintf(f,
-            "  ranks and caches: %s (0.85 x a %s LLC) read by rank 0 took %.2fx as long with every rank reading "
+    fprintf(f, "  ranks and caches: %s (0.85 x a %s LLC) read by rank 0 took %.2fx as long with every rank reading "
             "its own as alone: %s\n",
             b, lc, c->share_ratio,
             c->share_ratio >= ROOF_SHARED_RATIO ? "they share a core or a cache (sites whose data of all ranks "
-                                                  "together overflows it are priced fully cold)"
-                                                : "a core and a cache each");
+                                                   "together overflows it can be colder than predicted)"
+                                                 : "a core and a cache each");
   }
   int any = 0;
   for (int j = 0; j < p->npaths; ++j)
@@ -190,7 +189,7 @@ void roof_verdict(const roof_run *r, const roof_profile *prof, char *buf, size_t
     n = append(len, n,
                snprintf(buf + n, len - (size_t)n,
                         " (the ranks share a core or a cache: %.1fx slower reading together, and touch %s together "
-                        "between calls, more than the %s LLC: priced fully cold)",
+                        "between calls, more than the %s LLC: the calls can be colder than this model)",
                         prof->cache.share_ratio, b1, b2));
   }
   if (best < 0 || (size_t)n >= len)

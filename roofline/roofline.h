@@ -354,7 +354,7 @@ typedef struct {
   double reuse_bytes;   /* bytes one rank touches between two calls of the site (0: unknown) */
   double gap_bytes;     /* bytes one rank touches since the run's previous communication call (0: unknown) */
   double cold_fraction; /* of the home path's cold penalty paid per call (the epoch curve's without a home) */
-  const char *regime; /* "warm", "partly cold", "cold", "cold: shared cache", or why warm ("warm: no cold term", ...) */
+  const char *regime;   /* "warm", "partly cold", "cold", or why warm ("warm: no cold term", ...) */
 } roof_analysis;
 
 /* The accumulate extra per call that site @p s pays on path @p p: the path's roof_add_point.extra times the
@@ -406,11 +406,11 @@ typedef struct {
   roof_analysis *an; /* one per site */
 } roof_run;
 
-/* Where the cache term gives way to the full penalty (sessions 31-32): the probe found the ranks sharing a cache
- * (share_ratio >= ROOF_SHARED_RATIO, host memory) and some site of run @p r reaches, with every rank's data between
- * two of its calls together (its reuse distance x the profile's ranks), past that cache (share_cache_bytes). There,
- * on the 2-vCPU VM (sessions 28-31), the solver's calls paid about their path's full cold penalty while the probe's
- * curves showed a tenth of it: such sites are priced fully cold (regime "cold: shared cache").
+/* What the cold term does not price (session 31): the probe found the ranks sharing a cache (share_ratio >=
+ * ROOF_SHARED_RATIO) and some site of run @p r reaches, with every rank's data between two of its calls together
+ * (its reuse distance x the profile's ranks), past that cache (share_cache_bytes). There, on the 2-vCPU VM
+ * (sessions 28-31), the
+ * solver's calls paid about their path's full cold penalty while the probe's curves showed a tenth of it.
  * Returns that largest combined reuse distance in bytes, or 0 when none does (or nothing was measured). */
 double roof_run_shared_overflow(const roof_run *r, const roof_profile *prof);
 /* Bytes one rank touches between two consecutive communication calls of run @p r, any sites: bytes_per_iter over
