@@ -4,7 +4,8 @@
  *   - latency-bound when s < s*, bandwidth-bound when s >= s*;
  *   - efficiency E = achieved / fitted roof of the path the site ran on; E < 0.5 overrides the side with
  *     overhead-bound (named: synchronization or overlapped work), E < 0.1 with pathological. For a
- *     reduction the "fitted roof" is the path's reduction fit (bytes / T_r(bytes)) when the probe made one.
+ *     reduction the "fitted roof" is bytes / T_r(bytes), T_r the path's reduction points (roof_path_reduce_time)
+ *     when the probe made them.
  * E is taken against the fitted roof (L + n*max(o, s/beta)), not the pure min(beta, n*s/L): the fitted roof
  * already charges the measured per-message cost, so a site running at its path's message rate is not
  * called overhead-bound for it. Both roofs are reported. */
@@ -138,7 +139,7 @@ double roof_cgls_footprint(double model_local, double data_local, double elem, d
 
 double roof_cold_penalty(const roof_path *p, const char *kind) {
   if (strcmp(kind, "reduce") == 0 && p->cold.has_reduce && strcmp(p->memory, "device") == 0 && p->has_rfit)
-    return p->cold.reduce.cold - roof_reduce_time(&p->rfit, ROOF_DOT_BYTES);
+    return p->cold.reduce.cold - roof_path_reduce_time(p, ROOF_DOT_BYTES);
   if (strcmp(kind, "reduce") == 0 && p->cold.has_reduce)
     return p->cold.reduce.penalty;
   return p->cold.has_epoch ? p->cold.epoch.penalty : 0;
@@ -224,15 +225,16 @@ double roof_overlap_share(const roof_site *s, const roof_path *p) {
   return fmin(1, (s->time_total - s->time_inside) / s->calls / c->overlap_seconds);
 }
 
-/* Model time of the site on one path. Reductions use the path's reduction fit when the probe made one:
- * an allreduce is not a neighbour epoch, and the plan model would miss its algorithm. A plan pays @p extra on
+/* Model time of the site on one path. Reductions use the path's reduction points when the probe made them
+ * (roof_path_reduce_time: its medians, the fit beyond them): an allreduce is not a neighbour epoch, and the
+ * plan model would miss its algorithm. A plan pays @p extra on
  * top of the fit (plan_extra: the accumulate extra of its RMAOP_ADD calls and a device profile's timing
  * offset; 0 for reductions). */
 static double predict(const roof_site *s, const roof_path *p, double extra) {
   if (s->messages <= 0)
     return 0;
   if (strcmp(s->kind, "reduce") == 0 && p->has_rfit)
-    return roof_reduce_time(&p->rfit, s->bytes_per_message);
+    return roof_path_reduce_time(p, s->bytes_per_message);
   return roof_time(&p->fit, s->messages, s->bytes_per_message) + extra;
 }
 
@@ -353,7 +355,7 @@ int roof_analyze_gap(const roof_site *s, const roof_profile *prof, int iteration
                              .predicted_warm = warm,
                              .penalty = pen,
                              .cold_fraction = f};
-    /* A reduction's attainable rate is what the path's reduction fit allows, not one neighbour epoch's. */
+    /* A reduction's attainable rate is what the path's reduction points allow, not one neighbour epoch's. */
     if (strcmp(s->kind, "reduce") == 0 && p->has_rfit && a->on[j].predicted > 0)
       a->on[j].fitted_bw = site_bytes(s) / a->on[j].predicted;
     else if ((f > 0 || extra != 0 || ov > 0) && a->on[j].fitted_bw > 0) {

@@ -189,6 +189,22 @@ double roof_reduce_time(const roof_rfit *f, double bytes) {
   return f->alpha + bytes / f->beta;
 }
 
+double roof_path_reduce_time(const roof_path *p, double bytes) {
+  const roof_rpoint *lo = NULL, *hi = NULL;
+  for (int i = 0; i < p->nrpoints; ++i) {
+    const roof_rpoint *q = &p->rpoints[i];
+    const double b = 8.0 * (double)q->count;
+    if (b <= bytes && (!lo || q->count > lo->count))
+      lo = q;
+    if (b >= bytes && (!hi || q->count < hi->count))
+      hi = q;
+  }
+  if (p->nrpoints < 2 || !lo || !hi)
+    return roof_reduce_time(&p->rfit, bytes);
+  const double b0 = 8.0 * (double)lo->count, b1 = 8.0 * (double)hi->count;
+  return b1 > b0 ? lo->t + (hi->t - lo->t) * (bytes - b0) / (b1 - b0) : lo->t;
+}
+
 int roof_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);

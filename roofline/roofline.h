@@ -272,11 +272,17 @@ double roof_cgls_bytes(double model_local, double data_local, double elem, doubl
 /* Distinct bytes CGLS touches per rank and iteration: its 3 model-space (x, r, c) and 2 data-space (s, q)
  * vectors and the operator's storage. A reuse distance never exceeds it (what is touched twice is cached once). */
 double roof_cgls_footprint(double model_local, double data_local, double elem, double op_bytes);
+/* Warm time of one reduction of @p bytes on path @p p (session 32): between two of the probe's reduction points
+ * (counts 1, 8, 64, ... doubles) their medians interpolated linearly in bytes, at a point its median, outside
+ * them (or with fewer than two) the fit (roof_reduce_time). The fit is a line over 8 B .. 32 KiB weighted by
+ * relative error; at the 8-40 B a solver's dots reduce it missed the measured medians by ~5-10 % (2-vCPU VM,
+ * 36 rounds: rma.lock.mpi's fit 0.457 us at 40 B against points of 0.420 and 0.421 us at 8 and 64 B). */
+double roof_path_reduce_time(const roof_path *p, double bytes);
 /* Cold penalty per call of a site of @p kind ("reduce": the reduction's, else the epoch's; a path without
  * a reduction point uses the epoch's) on path @p p; 0 when not measured. On device memory the reduction's is
- * a shift, not a penalty: the measured reduction after a device dot (ROOF_DOT_BYTES) minus the reduction fit
- * at that size, so a reduction site is predicted as that measured point carried to its own size by the fit's
- * slope; negative where the fit over-predicts small reductions. */
+ * a shift, not a penalty: the measured reduction after a device dot (ROOF_DOT_BYTES) minus the warm reduction
+ * at that size (roof_path_reduce_time), so a reduction site is predicted as that measured point carried to its
+ * own size by the reduction points' slope; negative where the warm curve lies above it. */
 #define ROOF_DOT_BYTES 24.0 /* the probe's one-element dot reduces 3 doubles: real, imaginary part, flag */
 double roof_cold_penalty(const roof_path *p, const char *kind);
 

@@ -363,7 +363,7 @@ START_TEST(classify_synthetic_sites) {
   ck_assert_double_eq_tol(a.per_call_mean, 40 * roof_time(f, 2, 8), 1e-15);
   roof_analysis_free(&a);
   ck_assert_int_eq(roof_analyze(&red, &p, 5, 0, 0, &a), 0);
-  ck_assert_double_eq_tol(a.on[0].predicted, roof_reduce_time(&p.paths[0].rfit, 16), 1e-15); /* reduce fit */
+  ck_assert_double_eq_tol(a.on[0].predicted, roof_path_reduce_time(&p.paths[0], 16), 1e-15); /* reduce fit */
   ck_assert_double_eq_tol(a.on[1].predicted, roof_time(&p.paths[1].fit, 1, 16), 1e-15);      /* none: plan model */
   roof_analysis_free(&a);
   ck_assert_int_eq(roof_analyze(&other, &p, 5, 0, 0, &a), 0);
@@ -504,7 +504,7 @@ START_TEST(cold_fraction_per_path_reduction_curve) {
   ck_assert_int_eq(roof_analyze(&dot, &p, 10, 32 * MIB, 0, &a), 0);
   ck_assert_double_eq(a.reuse_bytes, 16 * MIB);
   ck_assert_double_eq_tol(a.on[0].cold_fraction, 0.5, 1e-12);
-  ck_assert_double_eq_tol(a.on[0].predicted, roof_reduce_time(&lock->rfit, 16) + 0.5 * 5e-6, 1e-18);
+  ck_assert_double_eq_tol(a.on[0].predicted, roof_path_reduce_time(lock, 16) + 0.5 * 5e-6, 1e-18);
   ck_assert_double_eq_tol(a.on[1].cold_fraction, 0.5, 1e-12);
   ck_assert_double_eq_tol(a.on[1].predicted, roof_time(&two->fit, 1, 16) + 0.5 * 3e-6, 1e-18);
   ck_assert_double_eq(a.cold_fraction, a.on[0].cold_fraction);
@@ -548,7 +548,7 @@ START_TEST(cold_fraction_same_bytes_curve) {
   roof_analysis a;
   ck_assert_int_eq(roof_analyze(&dot, &p, 10, 32 * MIB, 0, &a), 0);
   ck_assert_double_eq_tol(a.on[0].cold_fraction, 0.2, 1e-12);
-  ck_assert_double_eq_tol(a.on[0].predicted, roof_reduce_time(&lock->rfit, 16) + 0.2 * 5e-6, 1e-18);
+  ck_assert_double_eq_tol(a.on[0].predicted, roof_path_reduce_time(lock, 16) + 0.2 * 5e-6, 1e-18);
   roof_analysis_free(&a);
   /* after an epoch (a quarter of the penalty left): a quarter of the same-bytes fraction at its reuse distance
    * (32 MiB: 0.6), three quarters of the fresh fraction at the 8 MiB gap (0.3) */
@@ -590,7 +590,7 @@ START_TEST(cold_reduction_after_epoch) {
   const double f = 0.25 * 0.75 + 0.75 * 0.3;
   ck_assert_double_eq_tol(a.on[0].cold_fraction, f, 1e-12);
   ck_assert_double_eq_tol(a.cold_fraction, f, 1e-12);
-  ck_assert_double_eq_tol(a.on[0].predicted, roof_reduce_time(&p.paths[0].rfit, 16) + f * 5e-6, 1e-18);
+  ck_assert_double_eq_tol(a.on[0].predicted, roof_path_reduce_time(&p.paths[0], 16) + f * 5e-6, 1e-18);
   ck_assert_double_eq_tol(a.on[1].cold_fraction, 0.75, 1e-12); /* twosided: no point, its reuse distance alone */
   roof_analysis_free(&a);
   /* the gap unknown (roof_analyze), or not below the reuse distance: the reuse distance alone */
@@ -681,7 +681,7 @@ START_TEST(cold_penalty_in_predictions) {
   ck_assert_msg(a[0].efficiency >= 0.99 && a[0].efficiency < 1.01, "E = %g", a[0].efficiency);
   ck_assert_int_eq(a[0].cls, ROOF_LATENCY);
   ck_assert_int_eq(roof_analyze(&dot, &p, 5, 256 * MIB, 0, &a[1]), 0);
-  ck_assert_double_eq_tol(a[1].on[0].predicted, roof_reduce_time(&p.paths[0].rfit, 16) + 5e-6, 1e-18);
+  ck_assert_double_eq_tol(a[1].on[0].predicted, roof_path_reduce_time(&p.paths[0], 16) + 5e-6, 1e-18);
   ck_assert_double_eq_tol(a[1].on[1].predicted, roof_time(f1, 1, 16) + 3e-6, 1e-18);
   roof_site both[2] = {halo, dot};
   roof_run r = {.iterations = 5, .sites = both, .nsites = 2, .an = a};
@@ -841,7 +841,7 @@ START_TEST(synced_offset) {
   roof_analysis_free(&a);
   /* reductions are not epochs of the fit: no shift */
   ck_assert_int_eq(roof_analyze(&dot, &p, 5, 0, 0, &a), 0);
-  ck_assert_double_eq_tol(a.on[0].predicted_warm, roof_reduce_time(&p.paths[0].rfit, 40), 1e-18);
+  ck_assert_double_eq_tol(a.on[0].predicted_warm, roof_path_reduce_time(&p.paths[0], 40), 1e-18);
   roof_analysis_free(&a);
   /* an insert far under the fit: an 8 B epoch is predicted as the insert itself, a smaller one is not shifted
    * below the fit scaled by insert / T(1, 8 B) (where the shift alone would give less) */
@@ -900,8 +900,38 @@ START_TEST(overlap_in_predictions) {
 }
 END_TEST
 
+/* A reduction's warm time (session 32): at a measured count the probe's median, between two counts their medians
+ * interpolated linearly in bytes, outside them the fit; the points may come in any order. */
+START_TEST(reduction_points_interpolated) {
+  roof_path q = {.nrpoints = 3, .has_rfit = 1, .rfit = {.alpha = 0.5e-6, .beta = 1e9}};
+  roof_rpoint pts[3] = {{64, 2.0e-6, 100}, {1, 0.4e-6, 100}, {8, 0.6e-6, 100}};
+  q.rpoints = pts;
+  ck_assert_double_eq_tol(roof_path_reduce_time(&q, 8), 0.4e-6, 1e-18);
+  ck_assert_double_eq_tol(roof_path_reduce_time(&q, 64), 0.6e-6, 1e-18);
+  ck_assert_double_eq_tol(roof_path_reduce_time(&q, 512), 2.0e-6, 1e-18);
+  ck_assert_double_eq_tol(roof_path_reduce_time(&q, 40), 0.4e-6 + 0.2e-6 * 32 / 56, 1e-18);
+  ck_assert_double_eq_tol(roof_path_reduce_time(&q, 288), 0.6e-6 + 1.4e-6 * 224 / 448, 1e-18);
+  /* beyond the largest count, or below the smallest: the fit */
+  ck_assert_double_eq_tol(roof_path_reduce_time(&q, 4096), 0.5e-6 + 4096 / 1e9, 1e-18);
+  ck_assert_double_eq_tol(roof_path_reduce_time(&q, 4), 0.5e-6 + 4 / 1e9, 1e-18);
+  /* one point: the fit */
+  q.nrpoints = 1;
+  ck_assert_double_eq_tol(roof_path_reduce_time(&q, 64), 0.5e-6 + 64 / 1e9, 1e-18);
+  /* a reduction site is predicted from them (make_profile: 1.0 us at 8 B, 1.1 us at 512 B; fit 1 us + b / 8 GB/s) */
+  roof_profile p;
+  make_profile(&p);
+  roof_site dot = make_site("mdot", "reduce", 1, 40, 1e-6, 10);
+  roof_analysis a;
+  ck_assert_int_eq(roof_analyze(&dot, &p, 5, 0, 0, &a), 0);
+  ck_assert_double_eq_tol(a.on[0].predicted, 1.0e-6 + 0.1e-6 * 32 / 504, 1e-18);
+  ck_assert(fabs(a.on[0].predicted - roof_reduce_time(&p.paths[0].rfit, 40)) > 1e-10);
+  roof_analysis_free(&a);
+  roof_profile_free(&p);
+}
+END_TEST
+
 /* Device memory: no cache term; every reduction site is predicted as its path's measured reduction after a
- * device dot (24 B), carried to the site's size by the reduction fit's slope, whatever the solver streams
+ * device dot (24 B), carried to the site's size by the reduction points' slope, whatever the solver streams
  * (above or below the fit); plans pay no cold penalty. */
 START_TEST(device_reduction_after_dot) {
   roof_profile p;
@@ -910,20 +940,20 @@ START_TEST(device_reduction_after_dot) {
   for (int j = 0; j < p.npaths; ++j)
     strcpy(p.paths[j].memory, "device");
   p.paths[0].cold = (roof_cold){.has_reduce = 1, .reduce = {.warm = 1e-6, .cold = 3e-6, .penalty = 2e-6, .reps = 41}};
-  const roof_rfit *rf = &p.paths[0].rfit; /* 1 us + bytes / 8 GB/s */
+  const roof_path *q = &p.paths[0]; /* reduction points: 1.0 us at 8 B, 1.1 us at 512 B */
   roof_site halo = make_site("halo", "plan", 1, 8, 5e-6, 10), dot = make_site("mdot", "reduce", 1, 40, 3e-6, 10);
   roof_analysis a;
   ck_assert_int_eq(roof_analyze(&dot, &p, 5, 0, 0, &a), 0); /* bytes unknown: still after a dot */
   ck_assert_double_eq(a.cold_fraction, 1);
   ck_assert_str_eq(a.regime, "after device dot");
-  ck_assert_double_eq_tol(a.on[0].predicted, 3e-6 + (40 - 24) / 8e9, 1e-18);
-  ck_assert_double_eq_tol(a.on[0].predicted_warm, roof_reduce_time(rf, 40), 1e-18);
-  ck_assert_double_eq_tol(roof_cold_penalty(&p.paths[0], "reduce"), 3e-6 - roof_reduce_time(rf, 24), 1e-18);
+  ck_assert_double_eq_tol(a.on[0].predicted, 3e-6 + (40 - 24) * 0.1e-6 / (512 - 8), 1e-18);
+  ck_assert_double_eq_tol(a.on[0].predicted_warm, roof_path_reduce_time(q, 40), 1e-18);
+  ck_assert_double_eq_tol(roof_cold_penalty(q, "reduce"), 3e-6 - roof_path_reduce_time(q, 24), 1e-18);
   roof_analysis_free(&a);
   /* a measured point below the fit (a poor fit at small counts) lowers the prediction */
   p.paths[0].cold.reduce.cold = 0.5e-6;
   ck_assert_int_eq(roof_analyze(&dot, &p, 5, 0, 0, &a), 0);
-  ck_assert_double_eq_tol(a.on[0].predicted, 0.5e-6 + (40 - 24) / 8e9, 1e-18);
+  ck_assert_double_eq_tol(a.on[0].predicted, 0.5e-6 + (40 - 24) * 0.1e-6 / (512 - 8), 1e-18);
   ck_assert(a.on[0].predicted < a.on[0].predicted_warm);
   ck_assert_double_eq_tol(a.on[1].predicted, a.on[1].predicted_warm, 1e-18); /* twosided measured none */
   roof_analysis_free(&a);
@@ -1853,6 +1883,7 @@ static Suite *suite(void) {
   tcase_add_test(cls, cold_penalty_in_predictions);
   tcase_add_test(cls, shared_cache_in_verdict);
   tcase_add_test(cls, accumulate_extra_in_predictions);
+  tcase_add_test(cls, reduction_points_interpolated);
   tcase_add_test(cls, device_reduction_after_dot);
   tcase_add_test(cls, synced_offset);
   tcase_add_test(cls, overlap_in_predictions);
