@@ -5,6 +5,7 @@
 #   roofline.run.np2        CGLS on deriv1d on every host path, placed on that profile's roofline
 #   roofline.trace          the same analysis from a trace file written by rmaop_trace_write_json
 #   roofline.bad.*          bad input: a clear message and a non-zero exit, never a crash
+#   roofline.check_script   scripts/roofline-check.sh end to end, one short round (device twin: label gpu)
 if(NOT TARGET rmaop_roofline_core OR NOT TARGET rmaop-roofline)
   message(WARNING "tests/roofline.cmake: add_subdirectory(roofline) must come before add_subdirectory(tests); "
                   "the roofline tests are not registered")
@@ -101,6 +102,18 @@ if(TARGET rmaop-bench)
   set_tests_properties(roofline.bad.check_again_untraced PROPERTIES FIXTURES_REQUIRED "roofline_report;roofline_bench")
 endif()
 
+# scripts/roofline-check.sh, the script behind issue 6's acceptance numbers, end to end in one short round: it
+# must get through probe, run, bench (twice) and check and write both tables; whether the paths land within 25 %
+# is the machine's business, so its exit status is not asked. The device twin (label gpu) would have caught
+# session 32's bug: a device probe prints no sharing line and a grep under set -e ended the script after round 1.
+set(_roof_script_env ROUNDS=1 NITER=10 REPEAT=1 DERIV_N=65536 BDIAG_N=128 SYNCS=lock BUILD_DIR=${CMAKE_BINARY_DIR})
+set(_roof_script_ok "for p in deriv1d bdiag; do grep -Eq '^check: [0-9]+ of [0-9]+ paths within 25 %' ${_roof_dir}/check-script/check-$p.txt || exit 1; done")
+string(REPLACE ";" " " _roof_script_env_sh "${_roof_script_env}")
+add_test(NAME roofline.check_script
+         COMMAND sh -c "rm -rf ${_roof_dir}/check-script; env ${_roof_script_env_sh} TRANSPORTS=shm bash ${PROJECT_SOURCE_DIR}/scripts/roofline-check.sh ${_roof_dir}/check-script; ${_roof_script_ok}")
+set_tests_properties(roofline.check_script PROPERTIES PROCESSORS 2 LABELS "mpi;roofline" TIMEOUT 300
+                     ENVIRONMENT "${_roof_env}")
+
 # Device memory (label gpu): a probe of the default path names, which name no ".device", then `run` on the same
 # paths must find each in the profile (session 29: the profile named them without the suffix and `run` printed
 # "no prediction" on every path). Skips (77) where no GPU is visible, as the other gpu entries do.
@@ -110,4 +123,10 @@ if(RMAOP_HAVE_CUDA)
            COMMAND sh -c "nvidia-smi -L >/dev/null 2>&1 || exit 77; ${_roof_sh} probe --quick --memory device --paths rma.lock.ipc,twosided --max-bytes 1MiB --out ${_roof_dir}/profile-device.json || exit 1; out=$(${_roof_sh} run --memory device --problem deriv1d --n 65536 --niter 10 --backends rma,twosided --sync lock --transport ipc --profile ${_roof_dir}/profile-device.json --out ${_roof_dir}/report-device 2>&1); rc=$?; echo \"$out\"; [ $rc -eq 0 ] && echo \"$out\" | grep -q 'verdict' && ! echo \"$out\" | grep -q 'no prediction'")
   set_tests_properties(roofline.device.np2 PROPERTIES PROCESSORS 2 LABELS "gpu;roofline" TIMEOUT 300
                        SKIP_RETURN_CODE 77 ENVIRONMENT "${_roof_env};NCCL_NVLS_ENABLE=0")
+  add_test(NAME roofline.check_script.device
+           COMMAND sh -c "nvidia-smi -L >/dev/null 2>&1 || exit 77; rm -rf ${_roof_dir}/check-script; env ${_roof_script_env_sh} MEMORY=device BACKENDS=rma,twosided TRANSPORTS=ipc bash ${PROJECT_SOURCE_DIR}/scripts/roofline-check.sh ${_roof_dir}/check-script; ${_roof_script_ok}")
+  set_tests_properties(roofline.check_script.device PROPERTIES PROCESSORS 2 LABELS "gpu;roofline" TIMEOUT 300
+                       SKIP_RETURN_CODE 77 ENVIRONMENT "${_roof_env};NCCL_NVLS_ENABLE=0"
+                       RESOURCE_LOCK roofline_check_script)
+  set_tests_properties(roofline.check_script PROPERTIES RESOURCE_LOCK roofline_check_script)
 endif()
