@@ -59,7 +59,9 @@ rmaop_log "building examples/halo.c with mpicc \$(pkg-config --cflags --libs rma
 export PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 read -r -a pc_flags <<<"$(pkg-config --cflags --libs rmaop)"
-mpicc -std=c11 -o "$work/halo-pc" "$RMAOP_ROOT/examples/halo.c" "${pc_flags[@]}" || rmaop_die "the pkg-config build failed"
+read -r -a san_flags <<<"${RMAOP_SANITIZE_FLAGS:-}" # SANITIZE=1 builds (setup.sh): the same instrumentation
+mpicc -std=c11 "${san_flags[@]}" -o "$work/halo-pc" "$RMAOP_ROOT/examples/halo.c" "${pc_flags[@]}" ||
+  rmaop_die "the pkg-config build failed"
 
 for exe in "$app/build/halo" "$work/halo-pc"; do
   rmaop_log "running $(basename "$exe") at $np ranks"

@@ -7,7 +7,8 @@
 #   rmaop_mpiexec_flags  print the mpiexec flags this machine needs (one per line)
 #
 # Variables read: BUILD_DIR (default build), CMAKE_BUILD_TYPE (default RelWithDebInfo), CMAKE_ARGS (extra
-# configure arguments, word-split), JOBS (default nproc), RMAOP_SKIP_PACKAGES=1 (do not check packages).
+# configure arguments, word-split), JOBS (default nproc), RMAOP_SKIP_PACKAGES=1 (do not check packages),
+# SANITIZE=1 (AddressSanitizer + UBSan, CPU only; defaults BUILD_DIR=build-sanitize, CMAKE_BUILD_TYPE=Debug).
 
 # Debian bookworm packages the CPU build and tests need.
 RMAOP_DEB_PACKAGES=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin check)
@@ -21,6 +22,19 @@ rmaop_die() {
 rmaop_setup_env() {
   RMAOP_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   cd "$RMAOP_ROOT" || rmaop_die "cannot cd to $RMAOP_ROOT"
+  if [ "${SANITIZE:-0}" = 1 ]; then
+    # AddressSanitizer + UndefinedBehaviorSanitizer, CPU only, in a build folder of its own: CMake takes CFLAGS and
+    # LDFLAGS on a folder's first configure (so does the installed-copy check's user project; its mpicc build
+    # reads RMAOP_SANITIZE_FLAGS). Any report ends the process. Leaks are not checked: Open MPI keeps its own.
+    BUILD_DIR="${BUILD_DIR:-build-sanitize}"
+    CMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Debug}"
+    export RMAOP_SANITIZE_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+    case "${CFLAGS:-}" in
+    *-fsanitize=*) ;;
+    *) export CFLAGS="${CFLAGS:+$CFLAGS }$RMAOP_SANITIZE_FLAGS" LDFLAGS="${LDFLAGS:+$LDFLAGS }-fsanitize=address,undefined" ;;
+    esac
+    export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+  fi
   BUILD_DIR="${BUILD_DIR:-build}"
   case "$BUILD_DIR" in
   /*) ;;
@@ -83,6 +97,7 @@ rmaop_build() {
   if [ -n "${CMAKE_ARGS:-}" ]; then
     read -r -a extra <<<"$CMAKE_ARGS"
   fi
+  [ "${SANITIZE:-0}" = 1 ] && extra=(-DRMAOP_WITH_CUDA=OFF "${extra[@]}")
   rmaop_log "configuring in $BUILD_DIR"
   cmake -S "$RMAOP_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-RelWithDebInfo}" "${extra[@]}"
   rmaop_log "building with $JOBS jobs"

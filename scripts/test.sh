@@ -5,6 +5,7 @@
 #   scripts/test.sh                 everything
 #   scripts/test.sh -L unit         extra arguments go to ctest (-L LABEL, -R REGEX, -E REGEX, ...)
 #   BUILD_DIR=build-dbg CMAKE_BUILD_TYPE=Debug scripts/test.sh
+#   SANITIZE=1 scripts/test.sh      AddressSanitizer + UBSan, CPU only, in build-sanitize/ (setup.sh)
 #
 # Installs missing Debian packages first when run as root (else prints the apt-get command and fails).
 # Ends with the line "test.sh: N passed, N failed"; exits non-zero when anything failed.

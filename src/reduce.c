@@ -109,8 +109,9 @@ rmaop_status rmaop__reduce_flagged_begin(rmaop_ctx ctx, rmaop_status local, cons
   r->finish = finish;
   r->result = result;
   r->nresult = nresult;
-  if (local == RMAOP_OK) memcpy(r->buf, partials, (size_t)np * sizeof(double));
-  else memset(r->buf, 0, (size_t)np * sizeof(double));
+  /* np may be 0 with partials NULL (an allreduce of nothing still agrees on the flag): memcpy forbids NULL. */
+  if (local == RMAOP_OK && np > 0) memcpy(r->buf, partials, (size_t)np * sizeof(double));
+  else if (np > 0) memset(r->buf, 0, (size_t)np * sizeof(double));
   /* The flag counts failed ranks under SUM and MAX; under MIN it is negative. */
   r->buf[np] = local == RMAOP_OK ? 0.0 : op == RMAOP_MIN ? -1.0 : 1.0;
   if (local_only) { /* every rank holds the whole data: the partials are the result */
