@@ -180,12 +180,12 @@ rmaop_status rma__post_ready(rmaop_win w) {
 
 /* Group objects are not free: rebuild only when the ranks differ from the cached ones. */
 static rmaop_status cached_group(rmaop_win w, MPI_Group *group, int *cached, int *ncached, const int *ranks, int n) {
-  if (*group != MPI_GROUP_NULL && n == *ncached && memcmp(ranks, cached, (size_t)n * sizeof *ranks) == 0)
+  if (*group != MPI_GROUP_NULL && n == *ncached && (n == 0 || memcmp(ranks, cached, (size_t)n * sizeof *ranks) == 0))
     return RMAOP_OK;
   if (*group != MPI_GROUP_NULL)
     MPI_Group_free(group);
   RMAOP_CHECK_MPI(w->ctx, MPI_Group_incl(w->comm_group, n, ranks, group));
-  memcpy(cached, ranks, (size_t)n * sizeof *ranks);
+  if (n > 0) memcpy(cached, ranks, (size_t)n * sizeof *ranks);
   *ncached = n;
   return RMAOP_OK;
 }

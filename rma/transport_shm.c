@@ -3,12 +3,12 @@
 #include "rma_win.h"
 
 static rmaop_status shm_put(rmaop_win w, const void *origin, size_t bytes, int target, size_t disp) {
-  memcpy(w->peer_base[target] + disp, origin, bytes);
+  if (bytes > 0) memcpy(w->peer_base[target] + disp, origin, bytes); /* origin may be NULL for 0 bytes */
   return RMAOP_OK;
 }
 
 static rmaop_status shm_get(rmaop_win w, void *origin, size_t bytes, int target, size_t disp) {
-  memcpy(origin, w->peer_base[target] + disp, bytes);
+  if (bytes > 0) memcpy(origin, w->peer_base[target] + disp, bytes);
   return RMAOP_OK;
 }
 

@@ -223,7 +223,7 @@ static rmaop_status check_expected(rmaop_plan plan, const rmaop_plan_spec *spec)
   rmaop_transfer *got = NULL, *want = NULL;
   RMAOP_CHECK(rmaop__calloc(ctx, 2 * ((size_t)(n > spec->nrecvs ? n : spec->nrecvs) + 1), sizeof *got, "plan check", (void **)&got));
   want = got + (n > spec->nrecvs ? n : spec->nrecvs) + 1;
-  memcpy(got, plan->recv, (size_t)plan->nrecv * sizeof *got);
+  if (plan->nrecv > 0) memcpy(got, plan->recv, (size_t)plan->nrecv * sizeof *got);
   for (int i = 0; i < plan->nself; ++i) got[plan->nrecv + i] = (rmaop_transfer){ctx->rank, 0, plan->self[i].dst_offset, plan->self[i].count};
   for (int i = 0; i < spec->nrecvs; ++i) want[i] = (rmaop_transfer){spec->recvs[i].peer, 0, spec->recvs[i].dst_offset, spec->recvs[i].count};
   qsort(got, (size_t)n, sizeof *got, by_peer_dst_count);

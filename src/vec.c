@@ -593,7 +593,7 @@ rmaop_status rmaop_vec_gather(rmaop_vec v, int root, void *global) {
   st = rmaop__agree(ctx, st, "rmaop_vec_gather");
   if (st != RMAOP_OK) goto out;
   if (v->layout->kind == RMAOP_LAYOUT_BROADCAST) {
-    if (ctx->rank == root) memcpy(global, local, (size_t)v->local_n * rmaop_dtype_size(v->dtype));
+    if (ctx->rank == root && v->local_n > 0) memcpy(global, local, (size_t)v->local_n * rmaop_dtype_size(v->dtype));
   } else {
     RMAOP_CHECK_MPI_GOTO(ctx, MPI_Gatherv(local, (int)v->local_n, mpi_type(v->dtype), global, counts, displs,
                                           mpi_type(v->dtype), root, ctx->comm), st, out);
@@ -615,7 +615,7 @@ rmaop_status rmaop_vec_scatter(rmaop_vec v, int root, const void *global) {
   st = rmaop__agree(ctx, st, "rmaop_vec_scatter");
   if (st != RMAOP_OK) goto out;
   if (v->layout->kind == RMAOP_LAYOUT_BROADCAST) {
-    if (ctx->rank == root) memcpy(local, global, (size_t)v->local_n * rmaop_dtype_size(v->dtype));
+    if (ctx->rank == root && v->local_n > 0) memcpy(local, global, (size_t)v->local_n * rmaop_dtype_size(v->dtype));
     RMAOP_CHECK_MPI_GOTO(ctx, MPI_Bcast(local, (int)v->local_n, mpi_type(v->dtype), root, ctx->comm), st, out);
   } else {
     RMAOP_CHECK_MPI_GOTO(ctx, MPI_Scatterv(global, counts, displs, mpi_type(v->dtype), local, (int)v->local_n,

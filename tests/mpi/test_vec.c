@@ -1,6 +1,7 @@
 /* Tests of rmaop_vec. Reference: the global formulas of rmaop.h evaluated serially on every rank from
  * the values' definition (x[i] = rt_value(i, 0), y[i] = rt_value(i, 1), ...) rounded to the dtype, in
  * double complex (local ops) or long double (reductions); dot is sum_i conj(x_i) y_i (numpy.vdot). */
+#include <complex.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,6 +334,38 @@ START_TEST(test_gather_scatter) {
 }
 END_TEST
 
+/* Vectors with no elements at all (global length 0, or none on this rank): every operation succeeds and moves
+ * nothing, gather and scatter accept NULL buffers, reductions give 0. Under SANITIZE=1 (setup.sh) a memcpy from
+ * or to NULL of 0 bytes here was undefined behaviour (session 32). */
+START_TEST(test_empty_vectors) {
+  const rmaop_layout_kind kinds[2] = {RMAOP_LAYOUT_SCATTER, RMAOP_LAYOUT_BROADCAST};
+  for (int k = 0; k < 3; ++k) {
+    rmaop_layout l = NULL;
+    if (k < 2)
+      RT_OK(rmaop_layout_create(ctx, kinds[k], 0, &l));
+    else
+      RT_OK(rmaop_layout_create_local(ctx, 0, &l));
+    rmaop_vec x = NULL, y = NULL;
+    RT_OK(rmaop_vec_create(l, RMAOP_F64, &x));
+    RT_OK(rmaop_vec_create(l, RMAOP_F64, &y));
+    RT_OK(rmaop_vec_set(x, 1.0));
+    RT_OK(rmaop_vec_set(y, 2.0));
+    double _Complex d = 7;
+    double n2 = 7;
+    RT_OK(rmaop_vec_dot(x, y, &d));
+    RT_OK(rmaop_vec_norm2(x, &n2));
+    RT_CHECK(d == 0 && n2 == 0, "empty vector (kind %d): dot %g, norm %g", k, creal(d), n2);
+    for (int root = 0; root < rt_size; ++root) {
+      RT_OK(rmaop_vec_gather(x, root, NULL));
+      RT_OK(rmaop_vec_scatter(x, root, NULL));
+    }
+    rmaop_vec_destroy(&x);
+    rmaop_vec_destroy(&y);
+    rmaop_layout_destroy(&l);
+  }
+}
+END_TEST
+
 START_TEST(test_mismatch_everywhere) {
   rmaop_layout a = NULL, b = NULL, c = NULL;
   RT_OK(rmaop_layout_create(ctx, RMAOP_LAYOUT_SCATTER, 10, &a));
@@ -475,6 +508,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_reductions);
   tcase_add_test(tc, test_broadcast_dot_is_local);
   tcase_add_test(tc, test_gather_scatter);
+  tcase_add_test(tc, test_empty_vectors);
   tcase_add_test(tc, test_mismatch_everywhere);
   tcase_add_test(tc, test_mismatch_on_one_rank);
   tcase_add_test(tc, test_null_handles);
