@@ -386,7 +386,7 @@ static int load_profile(const roof_run_options *o, roof_profile *prof, int size)
     fprintf(stderr,
             "rmaop-roofline run: cannot use profile: %s\n(make one with: mpiexec -n %d rmaop-roofline probe "
             "--out %s)\n",
-            err, size, o->profile);
+            err, size < 2 ? 2 : size, o->profile); /* the probe needs 2 ranks; a trace file's run may have 1 */
     ok = 0;
   }
   if (rank == 0 && ok && !prof->cache.has && strcmp(prof->memory, "host") == 0)
