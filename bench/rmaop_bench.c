@@ -43,6 +43,7 @@
 #include <cuda_runtime.h>
 #endif
 
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -307,6 +308,19 @@ static void write_json(const char *file, const char *problem, const char *solver
   fclose(f);
 }
 
+/* A whole-string integer in [lo, hi] for option --@p opt; else a message naming the option (rank 0) and -1. */
+static int int_arg(const char *opt, const char *s, long long lo, long long hi, long long *out) {
+  char *end = NULL;
+  errno = 0;
+  const long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) {
+    if (rank == 0) fprintf(stderr, "rmaop-bench: --%s %s: expected an integer in [%lld, %lld]\n", opt, s, lo, hi);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int P = 1;
@@ -322,15 +336,17 @@ int main(int argc, char **argv) {
                                      {"repeat", 1, 0, 'r'},  {"json", 1, 0, 'j'},   {"help", 0, 0, 'h'},
                                      {"memory", 1, 0, 'm'},  {"solver", 1, 0, 'S'}, {"trace-sync", 0, 0, 'T'},
                                      {0, 0, 0, 0}};
+  int bad = 0;
+  long long ival = 0;
   for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
     switch (c) {
     case 'p': snprintf(problem, sizeof problem, "%s", optarg); break;
-    case 'n': n = atoll(optarg); break;
-    case 'k': niter = atoi(optarg); break;
+    case 'n': bad |= int_arg("n", optarg, 8, 1LL << 40, &ival) != 0, n = bad ? n : (int64_t)ival; break;
+    case 'k': bad |= int_arg("niter", optarg, 1, 1000000, &ival) != 0, niter = bad ? niter : (int)ival; break;
     case 'b': snprintf(backends, sizeof backends, "%s", optarg); break;
     case 's': snprintf(syncs, sizeof syncs, "%s", optarg); break;
     case 't': snprintf(transports, sizeof transports, "%s", optarg); break;
-    case 'r': repeat = atoi(optarg); break;
+    case 'r': bad |= int_arg("repeat", optarg, 1, 1000000, &ival) != 0, repeat = bad ? repeat : (int)ival; break;
     case 'j': json = optarg; break;
     case 'm': snprintf(memory, sizeof memory, "%s", optarg); break;
     case 'S': snprintf(solver_list, sizeof solver_list, "%s", optarg); break;
@@ -341,10 +357,14 @@ int main(int argc, char **argv) {
   int known = 0;
   for (int i = 0; bench_problem_names[i]; ++i) known |= strcmp(problem, bench_problem_names[i]) == 0;
   const int on_device = strcmp(memory, "device") == 0;
-  if (!known || n < 8 || niter < 1 || repeat < 1 || (!on_device && strcmp(memory, "host") != 0)) {
-    if (rank == 0)
-      fprintf(stderr, "rmaop-bench: bad arguments (problem \"%s\", n %lld, niter %d, repeat %d, memory \"%s\")\n", problem,
-              (long long)n, niter, repeat, memory);
+  if (!known && rank == 0) {
+    fprintf(stderr, "rmaop-bench: unknown problem \"%s\" (known:", problem);
+    for (int i = 0; bench_problem_names[i]; ++i) fprintf(stderr, " %s", bench_problem_names[i]);
+    fprintf(stderr, ")\n");
+  }
+  if (!on_device && strcmp(memory, "host") != 0 && rank == 0)
+    fprintf(stderr, "rmaop-bench: --memory %s: expected host or device\n", memory);
+  if (bad || !known || (!on_device && strcmp(memory, "host") != 0)) {
     usage();
     MPI_Finalize();
     return 2;
