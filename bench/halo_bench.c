@@ -34,6 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_args.h"
+
 #define SMALL_COUNT 1       /* doubles per neighbour: 8 B */
 #define BIG_COUNT (1 << 17) /* doubles per neighbour: 1 MiB */
 enum { T_HALO_SMALL, T_HALO_BIG, T_REDUCE, T_DOT, NTESTS };
@@ -479,14 +481,18 @@ static int parse_args(int argc, char **argv, bench_args *a) {
   a->rounds = 5;
   a->json = NULL;
   a->strict = 0;
+  long long v = 0;
   for (int i = 1; i < argc; ++i) {
     const int has_value = i + 1 < argc;
     if (has_value && strcmp(argv[i], "--reps") == 0) {
-      a->reps = atoi(argv[++i]);
+      if (!bench_int_arg("rmaop-halo-bench", "--reps", argv[++i], 1, 100000000, &v, g_rank == 0)) return 0;
+      a->reps = (int)v;
     } else if (has_value && strcmp(argv[i], "--warmup") == 0) {
-      a->warmup = atoi(argv[++i]);
+      if (!bench_int_arg("rmaop-halo-bench", "--warmup", argv[++i], 0, 100000000, &v, g_rank == 0)) return 0;
+      a->warmup = (int)v;
     } else if (has_value && strcmp(argv[i], "--rounds") == 0) {
-      a->rounds = atoi(argv[++i]);
+      if (!bench_int_arg("rmaop-halo-bench", "--rounds", argv[++i], 1, 1000000, &v, g_rank == 0)) return 0;
+      a->rounds = (int)v;
     } else if (has_value && strcmp(argv[i], "--json") == 0) {
       a->json = argv[++i];
     } else if (strcmp(argv[i], "--strict") == 0) {

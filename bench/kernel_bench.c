@@ -9,6 +9,7 @@
  * median is printed with the bytes the operation must move (this rank's vectors, 8 B per float64) and
  * the resulting GB/s. rmaop_vec_copy is the reference: its GB/s is what a pure stream reaches here.
  * Uses only the public API. */
+#include "bench_args.h"
 #include "problems.h"
 
 #include <getopt.h>
@@ -100,12 +101,13 @@ int main(int argc, char **argv) {
   const char *problem = "deriv1d";
   int64_t n = 1 << 20;
   int reps = 20, c;
+  long long v = 0;
   static const struct option longopts[] = {
       {"problem", required_argument, 0, 'p'}, {"n", required_argument, 0, 'n'}, {"reps", required_argument, 0, 'r'}, {0, 0, 0, 0}};
   while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
     if (c == 'p') problem = optarg;
-    else if (c == 'n') n = strtoll(optarg, NULL, 10);
-    else if (c == 'r') reps = atoi(optarg);
+    else if (c == 'n' && bench_int_arg("rmaop-kernel-bench", "--n", optarg, 8, 1LL << 40, &v, rank == 0)) n = v;
+    else if (c == 'r' && bench_int_arg("rmaop-kernel-bench", "--reps", optarg, 1, 1000000, &v, rank == 0)) reps = (int)v;
     else {
       if (rank == 0) fprintf(stderr, "usage: rmaop-kernel-bench [--problem NAME] [--n N] [--reps R]\n");
       MPI_Finalize();

@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_args.h"
+
 static int g_rank, g_size;
 
 typedef struct {
@@ -41,11 +43,19 @@ typedef struct {
 
 static int parse(int argc, char **argv, args *a) {
   *a = (args){.n = 1024, .reps = 5, .warmup = 1, .memory = NULL, .kinds = "block,summa", .dtype = RMAOP_F64};
+  long long x = 0;
   for (int i = 1; i < argc; ++i) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(argv[i], "--n") && v) a->n = atoll(v), ++i;
-    else if (!strcmp(argv[i], "--reps") && v) a->reps = atoi(v), ++i;
-    else if (!strcmp(argv[i], "--warmup") && v) a->warmup = atoi(v), ++i;
+    if (!strcmp(argv[i], "--n") && v) {
+      if (!bench_int_arg("rmaop-matmul-bench", "--n", v, 1, 1LL << 20, &x, g_rank == 0)) return 0;
+      a->n = x, ++i;
+    } else if (!strcmp(argv[i], "--reps") && v) {
+      if (!bench_int_arg("rmaop-matmul-bench", "--reps", v, 1, 1000000, &x, g_rank == 0)) return 0;
+      a->reps = (int)x, ++i;
+    } else if (!strcmp(argv[i], "--warmup") && v) {
+      if (!bench_int_arg("rmaop-matmul-bench", "--warmup", v, 0, 1000000, &x, g_rank == 0)) return 0;
+      a->warmup = (int)x, ++i;
+    }
     else if (!strcmp(argv[i], "--memory") && v) a->memory = v, ++i;
     else if (!strcmp(argv[i], "--kinds") && v) a->kinds = v, ++i;
     else if (!strcmp(argv[i], "--dtype") && v) {

@@ -45,6 +45,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_args.h"
+
 enum { RAW = 0, NCCLP, PUT, PLAN, NPATH };
 #define MAXS 24
 #define ERRLEN 1024
@@ -491,18 +493,52 @@ int main(int argc, char **argv) {
                                      {"warmup", 1, 0, 'w'},   {"lat-reps", 1, 0, 'l'}, {"max-size", 1, 0, 'M'},
                                      {"json", 1, 0, 'j'},     {"help", 0, 0, 'h'},     {"ipc-path", 1, 0, 'i'},
                                      {0, 0, 0, 0}};
+  int bad_arg = 0;
+  long long v = 0;
+  const char *me = "rmaop-p2p-bench";
+  const int say = rank == 0;
   for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
     switch (c) {
     case 's': snprintf(sync, sizeof sync, "%s", optarg); break;
-    case 'r': reps = atoi(optarg); break;
-    case 'R': reps_large = atoi(optarg); break;
-    case 'w': warmup = atoi(optarg); break;
-    case 'l': lat_reps = atoi(optarg); break;
-    case 'M': max_size = atoll(optarg); break;
+    case 'r':
+      if (bench_int_arg(me, "--reps", optarg, 1, 100000000, &v, say))
+        reps = (int)v;
+      else
+        bad_arg = 1;
+      break;
+    case 'R':
+      if (bench_int_arg(me, "--reps-large", optarg, 1, 100000000, &v, say))
+        reps_large = (int)v;
+      else
+        bad_arg = 1;
+      break;
+    case 'w':
+      if (bench_int_arg(me, "--warmup", optarg, 0, 100000000, &v, say))
+        warmup = (int)v;
+      else
+        bad_arg = 1;
+      break;
+    case 'l':
+      if (bench_int_arg(me, "--lat-reps", optarg, 1, 100000000, &v, say))
+        lat_reps = (int)v;
+      else
+        bad_arg = 1;
+      break;
+    case 'M':
+      if (bench_int_arg(me, "--max-size", optarg, 8, 1LL << 40, &v, say))
+        max_size = v;
+      else
+        bad_arg = 1;
+      break;
     case 'j': json = optarg; break;
     case 'i': snprintf(ipc_path, sizeof ipc_path, "%s", optarg); break;
     default: usage(); MPI_Finalize(); return c == 'h' ? 0 : 2;
     }
+  }
+  if (bad_arg) {
+    usage();
+    MPI_Finalize();
+    return 2;
   }
   if (P != 2 || reps < 1 || reps_large < 1 || warmup < 0 || lat_reps < 1 || max_size < 8) {
     if (rank == 0)

@@ -37,13 +37,13 @@
  *   A c -> q            reads c, writes q           1 M + 1 D
  *   total               10 M + 7 D vector passes (17 x local_n when M = D)
  * Uses only the public API (and the CUDA runtime for the bandwidth measurement). */
+#include "bench_args.h"
 #include "problems.h"
 
 #ifdef RMAOP_BENCH_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
 
-#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -308,19 +308,6 @@ static void write_json(const char *file, const char *problem, const char *solver
   fclose(f);
 }
 
-/* A whole-string integer in [lo, hi] for option --@p opt; else a message naming the option (rank 0) and -1. */
-static int int_arg(const char *opt, const char *s, long long lo, long long hi, long long *out) {
-  char *end = NULL;
-  errno = 0;
-  const long long v = strtoll(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) {
-    if (rank == 0) fprintf(stderr, "rmaop-bench: --%s %s: expected an integer in [%lld, %lld]\n", opt, s, lo, hi);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int P = 1;
@@ -338,15 +325,32 @@ int main(int argc, char **argv) {
                                      {0, 0, 0, 0}};
   int bad = 0;
   long long ival = 0;
+  const char *me = "rmaop-bench";
+  const int say = rank == 0;
   for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
     switch (c) {
     case 'p': snprintf(problem, sizeof problem, "%s", optarg); break;
-    case 'n': bad |= int_arg("n", optarg, 8, 1LL << 40, &ival) != 0, n = bad ? n : (int64_t)ival; break;
-    case 'k': bad |= int_arg("niter", optarg, 1, 1000000, &ival) != 0, niter = bad ? niter : (int)ival; break;
+    case 'n':
+      if (bench_int_arg(me, "--n", optarg, 8, 1LL << 40, &ival, say))
+        n = (int64_t)ival;
+      else
+        bad = 1;
+      break;
+    case 'k':
+      if (bench_int_arg(me, "--niter", optarg, 1, 1000000, &ival, say))
+        niter = (int)ival;
+      else
+        bad = 1;
+      break;
     case 'b': snprintf(backends, sizeof backends, "%s", optarg); break;
     case 's': snprintf(syncs, sizeof syncs, "%s", optarg); break;
     case 't': snprintf(transports, sizeof transports, "%s", optarg); break;
-    case 'r': bad |= int_arg("repeat", optarg, 1, 1000000, &ival) != 0, repeat = bad ? repeat : (int)ival; break;
+    case 'r':
+      if (bench_int_arg(me, "--repeat", optarg, 1, 1000000, &ival, say))
+        repeat = (int)ival;
+      else
+        bad = 1;
+      break;
     case 'j': json = optarg; break;
     case 'm': snprintf(memory, sizeof memory, "%s", optarg); break;
     case 'S': snprintf(solver_list, sizeof solver_list, "%s", optarg); break;
