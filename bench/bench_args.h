@@ -22,4 +22,14 @@ static inline int bench_int_arg(const char *prog, const char *opt, const char *s
   return 1;
 }
 
+/* For getopt loops: an int option into @p out, or *@p bad = 1 (the caller prints its usage once after the loop). */
+static inline void bench_opt_int(const char *prog, const char *opt, const char *s, long long lo, long long hi, int *out,
+                                 int *bad, int say) {
+  long long v = 0;
+  if (bench_int_arg(prog, opt, s, lo, hi, &v, say))
+    *out = (int)v;
+  else
+    *bad = 1;
+}
+
 #endif

@@ -55,8 +55,7 @@ static int parse(int argc, char **argv, args *a) {
     } else if (!strcmp(argv[i], "--warmup") && v) {
       if (!bench_int_arg("rmaop-matmul-bench", "--warmup", v, 0, 1000000, &x, g_rank == 0)) return 0;
       a->warmup = (int)x, ++i;
-    }
-    else if (!strcmp(argv[i], "--memory") && v) a->memory = v, ++i;
+    } else if (!strcmp(argv[i], "--memory") && v) a->memory = v, ++i;
     else if (!strcmp(argv[i], "--kinds") && v) a->kinds = v, ++i;
     else if (!strcmp(argv[i], "--dtype") && v) {
       if (rmaop_dtype_parse(v, &a->dtype) != RMAOP_OK) return 0;

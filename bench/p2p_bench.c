@@ -494,42 +494,16 @@ int main(int argc, char **argv) {
                                      {"json", 1, 0, 'j'},     {"help", 0, 0, 'h'},     {"ipc-path", 1, 0, 'i'},
                                      {0, 0, 0, 0}};
   int bad_arg = 0;
-  long long v = 0;
   const char *me = "rmaop-p2p-bench";
   const int say = rank == 0;
   for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
     switch (c) {
     case 's': snprintf(sync, sizeof sync, "%s", optarg); break;
-    case 'r':
-      if (bench_int_arg(me, "--reps", optarg, 1, 100000000, &v, say))
-        reps = (int)v;
-      else
-        bad_arg = 1;
-      break;
-    case 'R':
-      if (bench_int_arg(me, "--reps-large", optarg, 1, 100000000, &v, say))
-        reps_large = (int)v;
-      else
-        bad_arg = 1;
-      break;
-    case 'w':
-      if (bench_int_arg(me, "--warmup", optarg, 0, 100000000, &v, say))
-        warmup = (int)v;
-      else
-        bad_arg = 1;
-      break;
-    case 'l':
-      if (bench_int_arg(me, "--lat-reps", optarg, 1, 100000000, &v, say))
-        lat_reps = (int)v;
-      else
-        bad_arg = 1;
-      break;
-    case 'M':
-      if (bench_int_arg(me, "--max-size", optarg, 8, 1LL << 40, &v, say))
-        max_size = v;
-      else
-        bad_arg = 1;
-      break;
+    case 'r': bench_opt_int(me, "--reps", optarg, 1, 100000000, &reps, &bad_arg, say); break;
+    case 'R': bench_opt_int(me, "--reps-large", optarg, 1, 100000000, &reps_large, &bad_arg, say); break;
+    case 'w': bench_opt_int(me, "--warmup", optarg, 0, 100000000, &warmup, &bad_arg, say); break;
+    case 'l': bench_opt_int(me, "--lat-reps", optarg, 1, 100000000, &lat_reps, &bad_arg, say); break;
+    case 'M': bad_arg |= !bench_int_arg(me, "--max-size", optarg, 8, 1LL << 40, &max_size, say); break;
     case 'j': json = optarg; break;
     case 'i': snprintf(ipc_path, sizeof ipc_path, "%s", optarg); break;
     default: usage(); MPI_Finalize(); return c == 'h' ? 0 : 2;

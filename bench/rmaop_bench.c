@@ -336,21 +336,11 @@ int main(int argc, char **argv) {
       else
         bad = 1;
       break;
-    case 'k':
-      if (bench_int_arg(me, "--niter", optarg, 1, 1000000, &ival, say))
-        niter = (int)ival;
-      else
-        bad = 1;
-      break;
+    case 'k': bench_opt_int(me, "--niter", optarg, 1, 1000000, &niter, &bad, say); break;
     case 'b': snprintf(backends, sizeof backends, "%s", optarg); break;
     case 's': snprintf(syncs, sizeof syncs, "%s", optarg); break;
     case 't': snprintf(transports, sizeof transports, "%s", optarg); break;
-    case 'r':
-      if (bench_int_arg(me, "--repeat", optarg, 1, 1000000, &ival, say))
-        repeat = (int)ival;
-      else
-        bad = 1;
-      break;
+    case 'r': bench_opt_int(me, "--repeat", optarg, 1, 1000000, &repeat, &bad, say); break;
     case 'j': json = optarg; break;
     case 'm': snprintf(memory, sizeof memory, "%s", optarg); break;
     case 'S': snprintf(solver_list, sizeof solver_list, "%s", optarg); break;

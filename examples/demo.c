@@ -12,10 +12,11 @@
  */
 #include <rmaop/rmaop.h>
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../bench/bench_args.h" /* strict numeric options; the usage line names them */
 
 static int g_rank;
 static rmaop_ctx g_ctx;
@@ -49,31 +50,21 @@ typedef struct {
   int reps, warmup;
 } demo_args;
 
-/* The whole string an integer in [lo, hi] ("1e3" and "10x" are refused, not read as 1 and 10). */
-static int int_arg(const char *s, long long lo, long long hi, long long *out) {
-  char *end = NULL;
-  errno = 0;
-  const long long v = strtoll(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) return 0;
-  *out = v;
-  return 1;
-}
-
 static int parse_args(int argc, char **argv, demo_args *a) {
   a->k = 1024;
   a->reps = 1000;
   a->warmup = 50;
   long long v = 0;
-  for (int i = 1; i < argc; ++i) {
-    if (i + 1 < argc && strcmp(argv[i], "-k") == 0 && int_arg(argv[i + 1], 1, 1LL << 30, &v)) {
-      a->k = v, ++i;
-    } else if (i + 1 < argc && strcmp(argv[i], "--reps") == 0 && int_arg(argv[i + 1], 1, 100000000, &v)) {
-      a->reps = (int)v, ++i;
-    } else if (i + 1 < argc && strcmp(argv[i], "--warmup") == 0 && int_arg(argv[i + 1], 0, 100000000, &v)) {
-      a->warmup = (int)v, ++i;
-    } else {
+  for (int i = 1; i < argc; i += 2) {
+    const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (val && strcmp(opt, "-k") == 0 && bench_int_arg("rmaop-demo", opt, val, 1, 1LL << 30, &v, 0))
+      a->k = v;
+    else if (val && strcmp(opt, "--reps") == 0 && bench_int_arg("rmaop-demo", opt, val, 1, 100000000, &v, 0))
+      a->reps = (int)v;
+    else if (val && strcmp(opt, "--warmup") == 0 && bench_int_arg("rmaop-demo", opt, val, 0, 100000000, &v, 0))
+      a->warmup = (int)v;
+    else
       return 0;
-    }
   }
   return 1;
 }

@@ -474,7 +474,6 @@ static int oversubscribed(void) {
  * the cache's bandwidth. Waiting ranks poll a message and sleep between polls: a rank spinning in MPI would take
  * the core it may share. Collective. */
 #define ROOF_SHARE_PASSES 8
-#define ROOF_SHARE_OF_LLC 0.85
 #define ROOF_SHARE_REPS 5
 static volatile double share_sink;
 static double read_passes(const double *buf, size_t n) {

@@ -114,9 +114,9 @@ void roof_report_cache(FILE *f, const roof_profile *p) {
     roof_format_bytes(c->share_bytes, b, sizeof b);
     char lc[32];
     roof_format_bytes(c->share_cache_bytes, lc, sizeof lc);
-    fprintf(f, "  ranks and caches: %s (0.85 x a %s LLC) read by rank 0 took %.2fx as long with every rank reading "
+    fprintf(f, "  ranks and caches: %s (%.2g x a %s LLC) read by rank 0 took %.2fx as long with every rank reading "
             "its own as alone: %s\n",
-            b, lc, c->share_ratio,
+            b, ROOF_SHARE_OF_LLC, lc, c->share_ratio,
             c->share_ratio >= ROOF_SHARED_RATIO ? "they share a core or a cache (sites whose data of all ranks "
                                                    "together overflows it can be colder than predicted)"
                                                  : "a core and a cache each");

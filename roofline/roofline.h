@@ -199,6 +199,8 @@ typedef struct {
 /* share_ratio from which the ranks count as sharing a cache (session 31, the 2-vCPU VM over 66 probes: 0.84-1.12
  * in the placement where its vCPUs have caches of their own, 1.22-1.55 where they share one). */
 #define ROOF_SHARED_RATIO 1.2
+/* The share of the last-level cache the sharing test reads per rank (probe.c, measure_sharing). */
+#define ROOF_SHARE_OF_LLC 0.85
 
 typedef struct {
   int ranks;
