@@ -9,39 +9,17 @@
  * Built as docs/roofline-runs/2026-11-27-session33-halo-exp.c is (CUDA-aware Open MPI first on PATH, bx/):
  *   mpicc -std=c11 -O2 docs/roofline-runs/2026-11-27-session33-series.c -I include -I bx/include \
  *     -I /usr/local/cuda/include bx/librmaop.a -L/usr/local/cuda/lib64 -lcudart -lnccl -lstdc++ -lm -o series
- *   mpiexec -n 2 ./series */
-#include <rmaop/rmaop.h>
+ *   mpiexec -n 2 ./series
+ * (The shared header 2026-11-27-session33-exp.h came after the runs; the measurement is unchanged.) */
+#include "2026-11-27-session33-exp.h"
 
-#include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#define OK(ctx, call)                                                                                                  \
-  do {                                                                                                                 \
-    if ((call) != RMAOP_OK) {                                                                                          \
-      fprintf(stderr, "%s: %s\n", #call, rmaop_ctx_last_error(ctx));                                                   \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                                                    \
-    }                                                                                                                  \
-  } while (0)
-
-#define CU(call)                                                                                                       \
-  do {                                                                                                                 \
-    cudaError_t e_ = (call);                                                                                           \
-    if (e_ != cudaSuccess) {                                                                                           \
-      fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_));                                                     \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                                                    \
-    }                                                                                                                  \
-  } while (0)
-
 enum { WINDOWS = 1500, REPS = 100, NOPS = 4 };
 
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 static double median(double *t, int n) {
-  qsort(t, (size_t)n, sizeof *t, cmp);
+  qsort(t, (size_t)n, sizeof *t, cmp_double);
   return t[n / 2];
 }
 
