@@ -67,6 +67,7 @@ typedef struct {
   double *sync_comm;           /* --trace-sync, per repeat: seconds per iteration inside rmaop's calls, synchronized:
                                 * each site's median call x its calls (the typical iteration) */
   double *sync_comm_mean;      /* the same from the sites' summed times (every preempted call counted) */
+  double *sync_start;          /* when each synchronized solve started, seconds after the bench's MPI_Init */
 } path;
 
 typedef struct {
@@ -96,6 +97,7 @@ static const bench_solver solvers[] = {
 enum { NSOLVERS = sizeof solvers / sizeof solvers[0] };
 
 static int rank;
+static double g_t0; /* MPI_Wtime() right after MPI_Init */
 
 static void die(const char *what, rmaop_ctx ctx) {
   fprintf(stderr, "rmaop-bench: rank %d: %s: %s\n", rank, what, rmaop_ctx_last_error(ctx));
@@ -134,7 +136,9 @@ static void usage(void) {
                     "  --solver defaults to cgls; cg and pipecg need an SPD operator (--problem derivspd).\n"
                     "  --trace-sync: R more solves per path traced with synchronized starts (RMAOP_TRACE_SYNCED):\n"
                     "  the messaging time per iteration without waits for late peers (what rmaop-roofline predicts):\n"
-                    "  each site's median call times its calls per iteration; \"sync mean\" counts every call.\n");
+                    "  each site's median call times its calls per iteration; \"sync mean\" counts every call.\n"
+                    "  The JSON gives the medians and, under \"synchronized_repeats\", every repeat's time per iteration\n"
+                    "  and when it started (seconds after MPI_Init), in the order they ran.\n");
 }
 
 /* Device copy bandwidth of this rank's GPU in bytes/s: cudaMemcpy device-to-device of 1 GiB timed with
@@ -233,6 +237,7 @@ static void solve_synced(path *p, int niter, int rep) {
   if (rmaop_trace_reset(p->ctx) != RMAOP_OK || rmaop_trace_enable(p->ctx, RMAOP_TRACE_SYNCED) != RMAOP_OK)
     die("trace", p->ctx);
   MPI_Barrier(MPI_COMM_WORLD);
+  p->sync_start[rep] = MPI_Wtime() - g_t0;
   if (p->solver->solve(p->prob.A, p->prob.b, p->x, &o, &info) != RMAOP_OK) die(p->solver->label, p->ctx);
   rmaop_trace_enable(p->ctx, RMAOP_TRACE_OFF);
   int n = 0, nmin = 0, nmax = 0;
@@ -294,9 +299,15 @@ static void write_json(const char *file, const char *problem, const char *solver
     fprintf(f, "]}, \"comm_share\": %.4f, \"ratio_to_first\": %.4f, \"iterations\": %d, ", median(p->comm_share, repeat),
             median(p->t_iter, repeat) / median(paths[0].t_iter, repeat), p->iterations);
     fprintf(f, "\"bytes_per_iter\": %.0f, \"cuda_graph\": %s, ", p->bytes_iter, p->graph ? "true" : "false");
-    if (p->sync_comm)
+    if (p->sync_comm) {
       fprintf(f, "\"synchronized_comm_per_iter_seconds\": %.9g, \"synchronized_comm_mean_per_iter_seconds\": %.9g, ",
               median(p->sync_comm, repeat), median(p->sync_comm_mean, repeat));
+      fprintf(f, "\"synchronized_repeats\": {\"comm_per_iter_seconds\": [");
+      for (int r = 0; r < repeat; ++r) fprintf(f, "%s%.9g", r ? ", " : "", p->sync_comm[r]);
+      fprintf(f, "], \"start_seconds\": [");
+      for (int r = 0; r < repeat; ++r) fprintf(f, "%s%.6f", r ? ", " : "", p->sync_start[r]);
+      fprintf(f, "]}, ");
+    }
     if (p->bound > 0)
       fprintf(f, "\"streaming_bound_seconds\": %.9g, \"measured_over_bound\": %.4f, ", p->bound,
               median(p->t_iter, repeat) / p->bound);
@@ -310,6 +321,7 @@ static void write_json(const char *file, const char *problem, const char *solver
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
+  g_t0 = MPI_Wtime();
   int P = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &P);
@@ -460,7 +472,8 @@ int main(int argc, char **argv) {
     if (trace_sync) {
       p->sync_comm = calloc((size_t)repeat, sizeof(double));
       p->sync_comm_mean = calloc((size_t)repeat, sizeof(double));
-      if (!p->sync_comm || !p->sync_comm_mean) die("--trace-sync times (out of memory)", p->ctx);
+      p->sync_start = calloc((size_t)repeat, sizeof(double));
+      if (!p->sync_comm || !p->sync_comm_mean || !p->sync_start) die("--trace-sync times (out of memory)", p->ctx);
     }
     rmaop_vec_info mi, di;
     if (rmaop_vec_get_info(p->prob.x_true, &mi) != RMAOP_OK || rmaop_vec_get_info(p->prob.b, &di) != RMAOP_OK)
@@ -554,6 +567,7 @@ int main(int argc, char **argv) {
     free(paths[i].comm_share);
     free(paths[i].sync_comm);
     free(paths[i].sync_comm_mean);
+    free(paths[i].sync_start);
   }
   MPI_Finalize();
   return mismatch ? 1 : 0;

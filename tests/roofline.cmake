@@ -5,6 +5,7 @@
 #   roofline.run.np2        CGLS on deriv1d on every host path, placed on that profile's roofline
 #   roofline.trace          the same analysis from a trace file written by rmaop_trace_write_json
 #   roofline.bad.*          bad input: a clear message and a non-zero exit, never a crash
+#   roofline.bench_repeats  rmaop-bench's JSON lists every --trace-sync repeat, with its start, in order
 #   roofline.check_script   scripts/roofline-check.sh end to end, one short round (device twin: label gpu)
 if(NOT TARGET rmaop_roofline_core OR NOT TARGET rmaop-roofline)
   message(WARNING "tests/roofline.cmake: add_subdirectory(roofline) must come before add_subdirectory(tests); "
@@ -81,10 +82,15 @@ _roof_bad_input(one_rank 1 "needs at least 2 ranks" probe --quick)
 if(TARGET rmaop-bench)
   add_test(NAME roofline.check.bench
            COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${_rmaop_flags} ${MPIEXEC_PREFLAGS}
-                   $<TARGET_FILE:rmaop-bench> ${MPIEXEC_POSTFLAGS} --problem deriv1d --n 65536 --niter 10 --repeat 1
+                   $<TARGET_FILE:rmaop-bench> ${MPIEXEC_POSTFLAGS} --problem deriv1d --n 65536 --niter 10 --repeat 3
                    --backends rma,twosided --sync lock --transport shm --trace-sync --json ${_roof_dir}/bench.json)
   set_tests_properties(roofline.check.bench PROPERTIES PROCESSORS 2 LABELS "mpi;roofline" TIMEOUT 120
                        ENVIRONMENT "${_roof_env}" FIXTURES_SETUP roofline_bench)
+  add_test(NAME roofline.bench_repeats
+           COMMAND ${CMAKE_COMMAND} -DFILE=${_roof_dir}/bench.json -DREPEAT=3
+                   -P ${CMAKE_CURRENT_LIST_DIR}/bench_json_repeats.cmake)
+  set_tests_properties(roofline.bench_repeats PROPERTIES LABELS "roofline" TIMEOUT 30
+                       FIXTURES_REQUIRED roofline_bench)
   add_test(NAME roofline.check
            COMMAND ${_roof_mpiexec1} check --report ${_roof_dir}/report.json --bench ${_roof_dir}/bench.json
                    --again ${_roof_dir}/bench.json)
