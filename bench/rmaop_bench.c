@@ -98,6 +98,10 @@ enum { NSOLVERS = sizeof solvers / sizeof solvers[0] };
 
 static int rank;
 static double g_t0; /* MPI_Wtime() right after MPI_Init */
+static struct {
+  int ms, rounds;                    /* --warmup-ms; rounds of warm-up solves over all paths that ran */
+  double start, seconds, timed_start; /* warm-up start and the first timed solve, seconds after MPI_Init */
+} warm;
 
 static void die(const char *what, rmaop_ctx ctx) {
   fprintf(stderr, "rmaop-bench: rank %d: %s: %s\n", rank, what, rmaop_ctx_last_error(ctx));
@@ -131,7 +135,10 @@ static void usage(void) {
   if (rank == 0)
     fprintf(stderr, "usage: rmaop-bench --problem deriv1d|lap2d|bdiag|vstack|derivspd --n N --niter K [--backends rma,twosided]\n"
                     "                   [--sync fence,pscw,lock] [--transport auto|mpi|shm|ipc] [--memory host|device]\n"
-                    "                   [--repeat R] [--solver cgls|lsqr|cg|pipecg] [--trace-sync] [--json FILE]\n"
+                    "                   [--repeat R] [--warmup-ms MS] [--solver cgls|lsqr|cg|pipecg] [--trace-sync]\n"
+                    "                   [--json FILE]\n"
+                    "  --warmup-ms (default 2000): untimed solves, every path in turn, until MS milliseconds have\n"
+                    "  passed (at least one each); a process's first seconds can run slower (docs/PERFORMANCE.md).\n"
                     "  --backends takes any of rma, twosided, nccl; a backend this library lacks is skipped.\n"
                     "  --solver defaults to cgls; cg and pipecg need an SPD operator (--problem derivspd).\n"
                     "  --trace-sync: R more solves per path traced with synchronized starts (RMAOP_TRACE_SYNCED):\n"
@@ -206,6 +213,8 @@ out:
 #endif
 }
 
+/* One timed solve: repeat rep's time per iteration and communication share; rep < 0 is a warm-up solve (nothing
+ * recorded). The first solve of a path keeps its residual history (compared between paths below). */
 static void solve_once(path *p, int niter, int rep) {
   rmaop_solver_options o;
   rmaop_solver_options_init(&o);
@@ -215,12 +224,15 @@ static void solve_once(path *p, int niter, int rep) {
   if (p->solver->solve(p->prob.A, p->prob.b, p->x, &o, &info) != RMAOP_OK) die(p->solver->label, p->ctx);
   double t[2] = {info.time_total, info.time_comm}, tmax[2];
   MPI_Allreduce(t, tmax, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  p->t_iter[rep] = tmax[0] / (info.iterations ? info.iterations : 1);
-  p->comm_share[rep] = tmax[0] > 0 ? tmax[1] / tmax[0] : 0;
-  if (rep == 0) {
+  if (rep >= 0) {
+    p->t_iter[rep] = tmax[0] / (info.iterations ? info.iterations : 1);
+    p->comm_share[rep] = tmax[0] > 0 ? tmax[1] / tmax[0] : 0;
+  }
+  if (!p->history) {
     p->iterations = info.iterations;
     p->graph = info.graph;
     p->history = malloc((size_t)(info.iterations + 1) * sizeof(double));
+    if (!p->history) die("residual history (out of memory)", p->ctx);
     memcpy(p->history, info.history, (size_t)(info.iterations + 1) * sizeof(double));
   }
   rmaop_solver_info_free(&info);
@@ -274,6 +286,8 @@ static void write_json(const char *file, const char *problem, const char *solver
   }
   fprintf(f, "{\"problem\": \"%s\", \"solver\": \"%s\", \"n\": %lld, \"niter\": %d, \"ranks\": %d, \"repeat\": %d, "
              "\"memory\": \"%s\", ", problem, solver_list, (long long)n, niter, P, repeat, memory);
+  fprintf(f, "\"warmup\": {\"ms\": %d, \"rounds\": %d, \"start_seconds\": %.6f, \"seconds\": %.6f, "
+             "\"timed_start_seconds\": %.6f}, ", warm.ms, warm.rounds, warm.start, warm.seconds, warm.timed_start);
   if (strcmp(memory, "device") == 0)
     fprintf(f, "\"device_copy_bw_bytes_per_s\": {\"rank0\": %.6g, \"min\": %.6g, \"max\": %.6g}, "
                "\"cgls_passes_per_iter\": {\"model\": %d, \"data\": %d}, ",
@@ -329,12 +343,12 @@ int main(int argc, char **argv) {
   char memory[16] = "host", solver_list[64] = "cgls";
   const char *json = NULL;
   int64_t n = 1 << 16;
-  int niter = 20, repeat = 5, trace_sync = 0;
+  int niter = 20, repeat = 5, trace_sync = 0, warmup_ms = 2000;
   static struct option longopts[] = {{"problem", 1, 0, 'p'}, {"n", 1, 0, 'n'},      {"niter", 1, 0, 'k'},
                                      {"backends", 1, 0, 'b'}, {"sync", 1, 0, 's'},  {"transport", 1, 0, 't'},
                                      {"repeat", 1, 0, 'r'},  {"json", 1, 0, 'j'},   {"help", 0, 0, 'h'},
                                      {"memory", 1, 0, 'm'},  {"solver", 1, 0, 'S'}, {"trace-sync", 0, 0, 'T'},
-                                     {0, 0, 0, 0}};
+                                     {"warmup-ms", 1, 0, 'w'}, {0, 0, 0, 0}};
   int bad = 0;
   long long ival = 0;
   const char *me = "rmaop-bench";
@@ -353,6 +367,7 @@ int main(int argc, char **argv) {
     case 's': snprintf(syncs, sizeof syncs, "%s", optarg); break;
     case 't': snprintf(transports, sizeof transports, "%s", optarg); break;
     case 'r': bench_opt_int(me, "--repeat", optarg, 1, 1000000, &repeat, &bad, say); break;
+    case 'w': bench_opt_int(me, "--warmup-ms", optarg, 0, 3600000, &warmup_ms, &bad, say); break;
     case 'j': json = optarg; break;
     case 'm': snprintf(memory, sizeof memory, "%s", optarg); break;
     case 'S': snprintf(solver_list, sizeof solver_list, "%s", optarg); break;
@@ -496,7 +511,22 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 1;
   }
-  for (int i = 0; i < np; ++i) solve_once(&paths[i], niter, 0); /* warm-up, and the histories */
+  /* Warm-up (and the histories): rounds over the paths until warmup_ms have passed; rank 0's clock decides, so
+   * every rank runs the same solves. */
+  const double warm_start = MPI_Wtime();
+  int warm_rounds = 0;
+  for (int more = 1; more;) {
+    for (int i = 0; i < np; ++i) solve_once(&paths[i], niter, -1);
+    ++warm_rounds;
+    more = MPI_Wtime() - warm_start < 1e-3 * warmup_ms;
+    MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  }
+  const double timed_start = MPI_Wtime();
+  warm.seconds = timed_start - warm_start;
+  warm.start = warm_start - g_t0;
+  warm.timed_start = timed_start - g_t0;
+  warm.rounds = warm_rounds;
+  warm.ms = warmup_ms;
   for (int r = 0; r < repeat; ++r)
     for (int i = 0; i < np; ++i) solve_once(&paths[i], niter, r);
   for (int r = 0; r < repeat && trace_sync; ++r) /* interleaved like the timed repeats */
@@ -523,6 +553,8 @@ int main(int argc, char **argv) {
   if (rank == 0) {
     printf("rmaop-bench: problem %s, n %lld, %d ranks, solver %s, %d iterations, %d repeats (interleaved), memory %s\n",
            problem, (long long)n, P, solver_list, niter, repeat, memory);
+    printf("warm-up: %d round(s) over the paths in %.2f s (--warmup-ms %d), from %.2f s after MPI_Init\n", warm.rounds,
+           warm.seconds, warm.ms, warm.start);
     if (on_device) {
       if (bw[1] > 0)
         printf("device copy bandwidth: %.1f GB/s on rank 0 (ranks: %.1f .. %.1f GB/s); cudaMemcpy D2D 1 GiB, CUDA events, "

@@ -15,6 +15,10 @@
 # over 12 rounds; docs/roofline-runs/2026-11-25-session20-reproducibility.md.) The check also compares each
 # round's roofline run's own measurement of its path with the bench: the same solver a minute away, as far as
 # the probe stands from the bench (session 23).
+# Every bench warms up for WARMUP_MS (default 3000) before it times anything (rmaop-bench --warmup-ms): on
+# 2 x H200 a process's first seconds can run the small operations 1.4-1.9x slower (session 34: CUDA-aware
+# twosided bdiag 30-32 us per iteration for up to ~6 s after MPI_Init, 21.6 after), and a bench timing its
+# solves there measured that start, not the machine the probe measured.
 # With 5 rounds or more, the check prints each path's error with a 90 % interval from resampling the rounds
 # (session 25): on the 2-vCPU VM 36 rounds leave it +-10-30 points wide, as wide as the tolerance.
 #
@@ -41,6 +45,7 @@ SYNCS="${SYNCS:-fence,pscw,lock}"
 TRANSPORTS="${TRANSPORTS:-shm,mpi}"
 NITER="${NITER:-20}"
 REPEAT="${REPEAT:-5}"
+WARMUP_MS="${WARMUP_MS:-3000}"
 AGAIN="${AGAIN:-1}"
 DERIV_N="${DERIV_N:-1048576}"
 BDIAG_N="${BDIAG_N:-1024}"
@@ -56,7 +61,8 @@ read -r -a probe_args <<<"$PROBE_ARGS"
 M=(mpiexec "${mpi_flags[@]}" -n "$NP")
 problems=("deriv1d $DERIV_N" "bdiag $BDIAG_N")
 
-rmaop_log "$ROUNDS rounds, $NP ranks, $MEMORY memory, probe ${PROBE_ARGS:-(full)}, bench twice: $AGAIN; files in $out"
+rmaop_log "$ROUNDS rounds, $NP ranks, $MEMORY memory, probe ${PROBE_ARGS:-(full)}, bench twice: $AGAIN" \
+  "(warm-up $WARMUP_MS ms); files in $out"
 for ((r = 1; r <= ROUNDS; ++r)); do
   rmaop_log "round $r/$ROUNDS: probe ($(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1-3 /proc/loadavg))"
   "${M[@]}" "$roofline" probe "${probe_args[@]}" --memory "$MEMORY" --out "$out/profile-$r.json" \
@@ -73,7 +79,8 @@ for ((r = 1; r <= ROUNDS; ++r)); do
       { cat "$out/run-$problem-$r.log" >&2; rmaop_die "rmaop-roofline run ($problem, round $r) failed"; }
     for kind in bench again; do
       [ "$kind" = bench ] || [ "$AGAIN" = 1 ] || continue
-      "${M[@]}" "$bench" "${common[@]}" --repeat "$REPEAT" --trace-sync --json "$out/$kind-$problem-$r.json" \
+      "${M[@]}" "$bench" "${common[@]}" --repeat "$REPEAT" --warmup-ms "$WARMUP_MS" --trace-sync \
+        --json "$out/$kind-$problem-$r.json" \
         >"$out/$kind-$problem-$r.log" 2>&1 ||
         { cat "$out/$kind-$problem-$r.log" >&2; rmaop_die "rmaop-bench ($problem, round $r, $kind) failed"; }
     done

@@ -1,8 +1,27 @@
-# cmake -DFILE=bench.json -DREPEAT=R -P bench_json_repeats.cmake: rmaop-bench --trace-sync --json wrote, for every
-# path, "synchronized_repeats" with R times per iteration (each > 0) and R start times (seconds after MPI_Init,
-# each later than the one before: the repeats are listed in the order they ran), and the path's median
-# "synchronized_comm_per_iter_seconds" lies between the smallest and the largest repeat.
+# cmake -DFILE=bench.json -DREPEAT=R -DWARMUP_MS=W -P bench_json_repeats.cmake: rmaop-bench --warmup-ms W
+# --trace-sync --json wrote a "warmup" that lasted at least W ms (at least one round) and ended where the timed
+# solves began; for every path, "synchronized_repeats" with R times per iteration (each > 0) and R start times
+# (seconds after MPI_Init, the first after the warm-up, each later than the one before: the repeats are listed in
+# the order they ran); and the path's median "synchronized_comm_per_iter_seconds" lies between the smallest and
+# the largest repeat.
 file(READ "${FILE}" json)
+string(JSON wms GET "${json}" warmup ms)
+string(JSON wrounds GET "${json}" warmup rounds)
+string(JSON wstart GET "${json}" warmup start_seconds)
+string(JSON wsec GET "${json}" warmup seconds)
+string(JSON tstart GET "${json}" warmup timed_start_seconds)
+if(NOT wms EQUAL WARMUP_MS OR wrounds LESS 1)
+  message(FATAL_ERROR "warm-up: ${wms} ms asked, ${wrounds} rounds; expected ${WARMUP_MS} ms and at least one round")
+endif()
+# seconds >= W/1000: the seconds to whole milliseconds (digits before and 3 after the point) against W
+string(REGEX REPLACE "^([0-9]+)\\.([0-9][0-9][0-9]).*$" "\\1\\2" wsec_ms "${wsec}")
+if(NOT wsec_ms MATCHES "^[0-9]+$" OR wsec_ms LESS WARMUP_MS)
+  message(FATAL_ERROR "warm-up lasted ${wsec} s, less than the ${WARMUP_MS} ms asked")
+endif()
+if(tstart LESS wstart)
+  message(FATAL_ERROR "timed solves began at ${tstart} s, before the warm-up (${wstart} s)")
+endif()
+set(prev_floor ${tstart})
 string(JSON npaths LENGTH "${json}" paths)
 if(npaths LESS 1)
   message(FATAL_ERROR "${FILE}: no paths")
@@ -18,7 +37,7 @@ foreach(i RANGE ${last})
   endif()
   set(lo "")
   set(hi "")
-  set(prev -1)
+  set(prev ${prev_floor})
   math(EXPR rlast "${REPEAT} - 1")
   foreach(r RANGE ${rlast})
     string(JSON t GET "${json}" paths ${i} synchronized_repeats comm_per_iter_seconds ${r})
@@ -27,7 +46,7 @@ foreach(i RANGE ${last})
       message(FATAL_ERROR "${name}: repeat ${r} took ${t} s per iteration")
     endif()
     if(NOT s GREATER prev)
-      message(FATAL_ERROR "${name}: repeat ${r} started at ${s} s, not after the one before (${prev} s)")
+      message(FATAL_ERROR "${name}: repeat ${r} started at ${s} s, not after the one before or the warm-up (${prev} s)")
     endif()
     set(prev ${s})
     if(lo STREQUAL "" OR t LESS lo)

@@ -5,7 +5,7 @@
 #   roofline.run.np2        CGLS on deriv1d on every host path, placed on that profile's roofline
 #   roofline.trace          the same analysis from a trace file written by rmaop_trace_write_json
 #   roofline.bad.*          bad input: a clear message and a non-zero exit, never a crash
-#   roofline.bench_repeats  rmaop-bench's JSON lists every --trace-sync repeat, with its start, in order
+#   roofline.bench_repeats  rmaop-bench's JSON: the warm-up it was asked for, every --trace-sync repeat and its start
 #   roofline.check_script   scripts/roofline-check.sh end to end, one short round (device twin: label gpu)
 if(NOT TARGET rmaop_roofline_core OR NOT TARGET rmaop-roofline)
   message(WARNING "tests/roofline.cmake: add_subdirectory(roofline) must come before add_subdirectory(tests); "
@@ -83,11 +83,12 @@ if(TARGET rmaop-bench)
   add_test(NAME roofline.check.bench
            COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${_rmaop_flags} ${MPIEXEC_PREFLAGS}
                    $<TARGET_FILE:rmaop-bench> ${MPIEXEC_POSTFLAGS} --problem deriv1d --n 65536 --niter 10 --repeat 3
-                   --backends rma,twosided --sync lock --transport shm --trace-sync --json ${_roof_dir}/bench.json)
+                   --warmup-ms 300 --backends rma,twosided --sync lock --transport shm --trace-sync
+                   --json ${_roof_dir}/bench.json)
   set_tests_properties(roofline.check.bench PROPERTIES PROCESSORS 2 LABELS "mpi;roofline" TIMEOUT 120
                        ENVIRONMENT "${_roof_env}" FIXTURES_SETUP roofline_bench)
   add_test(NAME roofline.bench_repeats
-           COMMAND ${CMAKE_COMMAND} -DFILE=${_roof_dir}/bench.json -DREPEAT=3
+           COMMAND ${CMAKE_COMMAND} -DFILE=${_roof_dir}/bench.json -DREPEAT=3 -DWARMUP_MS=300
                    -P ${CMAKE_CURRENT_LIST_DIR}/bench_json_repeats.cmake)
   set_tests_properties(roofline.bench_repeats PROPERTIES LABELS "roofline" TIMEOUT 30
                        FIXTURES_REQUIRED roofline_bench)
@@ -112,7 +113,7 @@ endif()
 # must get through probe, run, bench (twice) and check and write both tables; whether the paths land within 25 %
 # is the machine's business, so its exit status is not asked. The device twin (label gpu) would have caught
 # session 32's bug: a device probe prints no sharing line and a grep under set -e ended the script after round 1.
-set(_roof_script_env ROUNDS=1 NITER=10 REPEAT=1 DERIV_N=65536 BDIAG_N=128 SYNCS=lock BUILD_DIR=${CMAKE_BINARY_DIR})
+set(_roof_script_env ROUNDS=1 NITER=10 REPEAT=1 WARMUP_MS=200 DERIV_N=65536 BDIAG_N=128 SYNCS=lock BUILD_DIR=${CMAKE_BINARY_DIR})
 set(_roof_script_ok "for p in deriv1d bdiag; do grep -Eq '^check: [0-9]+ of [0-9]+ paths within 25 %' ${_roof_dir}/check-script/check-$p.txt || exit 1; done")
 string(REPLACE ";" " " _roof_script_env_sh "${_roof_script_env}")
 add_test(NAME roofline.check_script
