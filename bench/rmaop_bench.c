@@ -62,6 +62,7 @@ typedef struct {
   int graph; /* the solver replayed its iterations from a CUDA graph (RMAOP_SOLVER_SCALARS=graph) */
   int iterations;
   double *t_iter, *comm_share; /* per repeat */
+  double *t_start;             /* when each timed repeat started, seconds after MPI_Init */
   double bytes_iter;           /* streaming bytes of one solver iteration on the busiest rank */
   double bound;                /* seconds: max over ranks of local bytes / local copy bandwidth; 0: none */
   double *sync_comm;           /* --trace-sync, per repeat: seconds per iteration inside rmaop's calls, synchronized:
@@ -144,8 +145,8 @@ static void usage(void) {
                     "  --trace-sync: R more solves per path traced with synchronized starts (RMAOP_TRACE_SYNCED):\n"
                     "  the messaging time per iteration without waits for late peers (what rmaop-roofline predicts):\n"
                     "  each site's median call times its calls per iteration; \"sync mean\" counts every call.\n"
-                    "  The JSON gives the medians and, under \"synchronized_repeats\", every repeat's time per iteration\n"
-                    "  and when it started (seconds after MPI_Init), in the order they ran.\n");
+                    "  The JSON gives the medians and every repeat's time per iteration (iter_seconds; with --trace-sync\n"
+                    "  synchronized_repeats) and when it started (seconds after MPI_Init), in the order they ran.\n");
 }
 
 /* Device copy bandwidth of this rank's GPU in bytes/s: cudaMemcpy device-to-device of 1 GiB timed with
@@ -221,6 +222,7 @@ static void solve_once(path *p, int niter, int rep) {
   o.niter = niter;
   rmaop_solver_info info;
   MPI_Barrier(MPI_COMM_WORLD);
+  if (rep >= 0) p->t_start[rep] = MPI_Wtime() - g_t0;
   if (p->solver->solve(p->prob.A, p->prob.b, p->x, &o, &info) != RMAOP_OK) die(p->solver->label, p->ctx);
   double t[2] = {info.time_total, info.time_comm}, tmax[2];
   MPI_Allreduce(t, tmax, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -310,6 +312,8 @@ static void write_json(const char *file, const char *problem, const char *solver
     fprintf(f, "\"iter_seconds\": {\"median\": %.9g, \"min\": %.9g, \"max\": %.9g, \"all\": [", median(p->t_iter, repeat),
             vmin(p->t_iter, repeat), vmax(p->t_iter, repeat));
     for (int r = 0; r < repeat; ++r) fprintf(f, "%s%.9g", r ? ", " : "", p->t_iter[r]);
+    fprintf(f, "], \"start_seconds\": [");
+    for (int r = 0; r < repeat; ++r) fprintf(f, "%s%.6f", r ? ", " : "", p->t_start[r]);
     fprintf(f, "]}, \"comm_share\": %.4f, \"ratio_to_first\": %.4f, \"iterations\": %d, ", median(p->comm_share, repeat),
             median(p->t_iter, repeat) / median(paths[0].t_iter, repeat), p->iterations);
     fprintf(f, "\"bytes_per_iter\": %.0f, \"cuda_graph\": %s, ", p->bytes_iter, p->graph ? "true" : "false");
@@ -484,6 +488,8 @@ int main(int argc, char **argv) {
     if (rmaop_vec_duplicate(p->prob.x_true, &p->x) != RMAOP_OK) die("vector", p->ctx);
     p->t_iter = calloc((size_t)repeat, sizeof(double));
     p->comm_share = calloc((size_t)repeat, sizeof(double));
+    p->t_start = calloc((size_t)repeat, sizeof(double));
+    if (!p->t_iter || !p->comm_share || !p->t_start) die("repeat times (out of memory)", p->ctx);
     if (trace_sync) {
       p->sync_comm = calloc((size_t)repeat, sizeof(double));
       p->sync_comm_mean = calloc((size_t)repeat, sizeof(double));
@@ -597,6 +603,7 @@ int main(int argc, char **argv) {
     free(paths[i].history);
     free(paths[i].t_iter);
     free(paths[i].comm_share);
+    free(paths[i].t_start);
     free(paths[i].sync_comm);
     free(paths[i].sync_comm_mean);
     free(paths[i].sync_start);

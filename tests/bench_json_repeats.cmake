@@ -1,8 +1,8 @@
 # cmake -DFILE=bench.json -DREPEAT=R -DWARMUP_MS=W -P bench_json_repeats.cmake: rmaop-bench --warmup-ms W
 # --trace-sync --json wrote a "warmup" that lasted at least W ms (at least one round) and ended where the timed
-# solves began; for every path, "synchronized_repeats" with R times per iteration (each > 0) and R start times
-# (seconds after MPI_Init, the first after the warm-up, each later than the one before: the repeats are listed in
-# the order they ran); and the path's median "synchronized_comm_per_iter_seconds" lies between the smallest and
+# solves began; for every path R timed repeats' starts ("iter_seconds") from the warm-up's end on, then
+# "synchronized_repeats" with R times per iteration (each > 0) and R starts after the timed ones (seconds after
+# MPI_Init, each later than the one before: the repeats are listed in the order they ran); and the path's median "synchronized_comm_per_iter_seconds" lies between the smallest and
 # the largest repeat.
 file(READ "${FILE}" json)
 string(JSON wms GET "${json}" warmup ms)
@@ -21,7 +21,24 @@ endif()
 if(tstart LESS wstart)
   message(FATAL_ERROR "timed solves began at ${tstart} s, before the warm-up (${wstart} s)")
 endif()
-set(prev_floor ${tstart})
+# The starts at JSON path ARGN (seconds after MPI_Init): REPEAT of them, the first not before @p floor, each
+# later than the one before; sets ${out_last} to the last
+function(_increasing name what floor out_last)
+  string(JSON n LENGTH "${json}" ${ARGN})
+  if(NOT n EQUAL REPEAT)
+    message(FATAL_ERROR "${name}: ${n} ${what} starts, expected ${REPEAT}")
+  endif()
+  set(prev ${floor})
+  math(EXPR rlast "${REPEAT} - 1")
+  foreach(r RANGE ${rlast})
+    string(JSON s GET "${json}" ${ARGN} ${r})
+    if((r EQUAL 0 AND s LESS prev) OR (r GREATER 0 AND NOT s GREATER prev))
+      message(FATAL_ERROR "${name}: ${what} repeat ${r} started at ${s} s, not after ${prev} s (warm-up or the one before)")
+    endif()
+    set(prev ${s})
+  endforeach()
+  set(${out_last} ${prev} PARENT_SCOPE)
+endfunction()
 string(JSON npaths LENGTH "${json}" paths)
 if(npaths LESS 1)
   message(FATAL_ERROR "${FILE}: no paths")
@@ -37,18 +54,14 @@ foreach(i RANGE ${last})
   endif()
   set(lo "")
   set(hi "")
-  set(prev ${prev_floor})
+  _increasing(${name} timed ${tstart} timed_last paths ${i} iter_seconds start_seconds)
+  _increasing(${name} synchronized ${timed_last} synced_last paths ${i} synchronized_repeats start_seconds)
   math(EXPR rlast "${REPEAT} - 1")
   foreach(r RANGE ${rlast})
     string(JSON t GET "${json}" paths ${i} synchronized_repeats comm_per_iter_seconds ${r})
-    string(JSON s GET "${json}" paths ${i} synchronized_repeats start_seconds ${r})
     if(NOT t GREATER 0)
       message(FATAL_ERROR "${name}: repeat ${r} took ${t} s per iteration")
     endif()
-    if(NOT s GREATER prev)
-      message(FATAL_ERROR "${name}: repeat ${r} started at ${s} s, not after the one before or the warm-up (${prev} s)")
-    endif()
-    set(prev ${s})
     if(lo STREQUAL "" OR t LESS lo)
       set(lo ${t})
     endif()
