@@ -139,7 +139,7 @@ static void usage(void) {
                     "                   [--repeat R] [--warmup-ms MS] [--solver cgls|lsqr|cg|pipecg] [--trace-sync]\n"
                     "                   [--json FILE]\n"
                     "  --warmup-ms (default 2000): untimed solves, every path in turn, until MS milliseconds have\n"
-                    "  passed (at least one each); a process's first seconds can run slower (docs/PERFORMANCE.md).\n"
+                    "  passed (at least one each): first-use costs and a slow start stay out (README, rmaop-bench).\n"
                     "  --backends takes any of rma, twosided, nccl; a backend this library lacks is skipped.\n"
                     "  --solver defaults to cgls; cg and pipecg need an SPD operator (--problem derivspd).\n"
                     "  --trace-sync: R more solves per path traced with synchronized starts (RMAOP_TRACE_SYNCED):\n"

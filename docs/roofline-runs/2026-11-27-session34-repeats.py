@@ -31,3 +31,8 @@ for f in sys.argv[1:]:
         it = [1e6 * x for x in p['iter_seconds']['all']]  # the timed (unsynchronized) repeats, which ran first
         print(f"    timed repeats (whole iteration): first5 {med(it[:5]):7.2f}  last half {med(it[len(it) // 2:]):7.2f}"
               f"  min {min(it):7.2f} us")
+        if 'start_seconds' in p['iter_seconds']:  # session 34 on
+            secs = {}
+            for ti, si in zip(it, p['iter_seconds']['start_seconds']):
+                secs.setdefault(int(si), []).append(ti)
+            print('    timed, by second: ' + '  '.join(f"{k}s:{med(v):6.1f}({len(v)})" for k, v in sorted(secs.items())))
