@@ -69,6 +69,7 @@ typedef struct {
                                 * each site's median call x its calls (the typical iteration) */
   double *sync_comm_mean;      /* the same from the sites' summed times (every preempted call counted) */
   double *sync_start;          /* when each synchronized solve started, seconds after the bench's MPI_Init */
+  double *sync_cpu;            /* the machine's speed right before each synchronized solve: cpu_reference() */
 } path;
 
 typedef struct {
@@ -146,7 +147,8 @@ static void usage(void) {
                     "  the messaging time per iteration without waits for late peers (what rmaop-roofline predicts):\n"
                     "  each site's median call times its calls per iteration; \"sync mean\" counts every call.\n"
                     "  The JSON gives the medians and every repeat's time per iteration (iter_seconds; with --trace-sync\n"
-                    "  synchronized_repeats) and when it started (seconds after MPI_Init), in the order they ran.\n");
+                    "  synchronized_repeats, with the machine's CPU speed timed right before each) and when it started\n"
+                    "  (seconds after MPI_Init), in the order they ran.\n");
 }
 
 /* Device copy bandwidth of this rank's GPU in bytes/s: cudaMemcpy device-to-device of 1 GiB timed with
@@ -240,6 +242,40 @@ static void solve_once(path *p, int niter, int rep) {
   rmaop_solver_info_free(&info);
 }
 
+/* The machine's speed right now, from two fixed pieces of CPU work timed on every rank at once (the slowest
+ * rank's seconds): [0] a chain of dependent multiply-adds (the core's clock and its share of the core), [1]
+ * dependent loads chasing a random cycle through 8 MiB (the caches and memory behind them). A shared machine
+ * whose CPUs change speed for seconds at a time shows it here as well as in the messaging (session 34). */
+enum { CHASE_N = 1 << 20, CHASE_STEPS = 20000, ALU_STEPS = 100000 };
+static size_t *g_chase;
+static void cpu_reference(double out[2]) {
+  if (!g_chase) {
+    g_chase = malloc(CHASE_N * sizeof *g_chase);
+    if (!g_chase) die("CPU reference buffer (out of memory)", NULL);
+    for (size_t i = 0; i < CHASE_N; ++i) g_chase[i] = i;
+    unsigned long long r = 88172645463325252ULL; /* Sattolo's shuffle: one cycle through every slot */
+    for (size_t i = CHASE_N - 1; i > 0; --i) {
+      r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+      size_t j = (size_t)(r % i), t = g_chase[i];
+      g_chase[i] = g_chase[j], g_chase[j] = t;
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = MPI_Wtime();
+  volatile double sink = 1.0;
+  double x = sink;
+  for (int i = 0; i < ALU_STEPS; ++i) x = x * 1.0000001 + 1e-9;
+  sink = x;
+  double t1 = MPI_Wtime();
+  size_t k = 0;
+  for (int i = 0; i < CHASE_STEPS; ++i) k = g_chase[k];
+  double t2 = MPI_Wtime();
+  volatile size_t sink_k = k;
+  (void)sink_k;
+  double local[2] = {t1 - t0, t2 - t1};
+  MPI_Allreduce(local, out, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+}
+
 /* One more solve traced with synchronized starts: the sum over the trace sites of the slowest rank's time
  * inside rmaop's calls (site by site, as rmaop-roofline run measures), per iteration. Every rank records
  * the same sites in the same order (the same solver on the same operator). */
@@ -248,6 +284,7 @@ static void solve_synced(path *p, int niter, int rep) {
   rmaop_solver_options_init(&o);
   o.niter = niter;
   rmaop_solver_info info;
+  cpu_reference(p->sync_cpu + 2 * rep);
   if (rmaop_trace_reset(p->ctx) != RMAOP_OK || rmaop_trace_enable(p->ctx, RMAOP_TRACE_SYNCED) != RMAOP_OK)
     die("trace", p->ctx);
   MPI_Barrier(MPI_COMM_WORLD);
@@ -324,6 +361,10 @@ static void write_json(const char *file, const char *problem, const char *solver
       for (int r = 0; r < repeat; ++r) fprintf(f, "%s%.9g", r ? ", " : "", p->sync_comm[r]);
       fprintf(f, "], \"start_seconds\": [");
       for (int r = 0; r < repeat; ++r) fprintf(f, "%s%.6f", r ? ", " : "", p->sync_start[r]);
+      for (int k = 0; k < 2; ++k) {
+        fprintf(f, "], \"%s\": [", k ? "cpu_chase_seconds" : "cpu_alu_seconds");
+        for (int r = 0; r < repeat; ++r) fprintf(f, "%s%.9g", r ? ", " : "", p->sync_cpu[2 * r + k]);
+      }
       fprintf(f, "]}, ");
     }
     if (p->bound > 0)
@@ -494,7 +535,8 @@ int main(int argc, char **argv) {
       p->sync_comm = calloc((size_t)repeat, sizeof(double));
       p->sync_comm_mean = calloc((size_t)repeat, sizeof(double));
       p->sync_start = calloc((size_t)repeat, sizeof(double));
-      if (!p->sync_comm || !p->sync_comm_mean || !p->sync_start) die("--trace-sync times (out of memory)", p->ctx);
+      p->sync_cpu = calloc(2 * (size_t)repeat, sizeof(double));
+      if (!p->sync_comm || !p->sync_comm_mean || !p->sync_start || !p->sync_cpu) die("--trace-sync times (out of memory)", p->ctx);
     }
     rmaop_vec_info mi, di;
     if (rmaop_vec_get_info(p->prob.x_true, &mi) != RMAOP_OK || rmaop_vec_get_info(p->prob.b, &di) != RMAOP_OK)
@@ -607,7 +649,9 @@ int main(int argc, char **argv) {
     free(paths[i].sync_comm);
     free(paths[i].sync_comm_mean);
     free(paths[i].sync_start);
+    free(paths[i].sync_cpu);
   }
+  free(g_chase);
   MPI_Finalize();
   return mismatch ? 1 : 0;
 }

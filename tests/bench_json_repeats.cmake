@@ -2,7 +2,8 @@
 # --trace-sync --json wrote a "warmup" that lasted at least W ms (at least one round) and ended where the timed
 # solves began; for every path R timed repeats' starts ("iter_seconds") from the warm-up's end on, then
 # "synchronized_repeats" with R times per iteration (each > 0) and R starts after the timed ones (seconds after
-# MPI_Init, each later than the one before: the repeats are listed in the order they ran); and the path's median "synchronized_comm_per_iter_seconds" lies between the smallest and
+# MPI_Init, each later than the one before: the repeats are listed in the order they ran) and R CPU reference
+# times of each kind (> 0); and the path's median "synchronized_comm_per_iter_seconds" lies between the smallest and
 # the largest repeat.
 file(READ "${FILE}" json)
 string(JSON wms GET "${json}" warmup ms)
@@ -56,6 +57,16 @@ foreach(i RANGE ${last})
   set(hi "")
   _increasing(${name} timed ${tstart} timed_last paths ${i} iter_seconds start_seconds)
   _increasing(${name} synchronized ${timed_last} synced_last paths ${i} synchronized_repeats start_seconds)
+  foreach(ref cpu_alu_seconds cpu_chase_seconds)
+    string(JSON nref LENGTH "${json}" paths ${i} synchronized_repeats ${ref})
+    if(NOT nref EQUAL REPEAT)
+      message(FATAL_ERROR "${name}: ${nref} ${ref}, expected ${REPEAT}")
+    endif()
+    string(JSON t0 GET "${json}" paths ${i} synchronized_repeats ${ref} 0)
+    if(NOT t0 GREATER 0)
+      message(FATAL_ERROR "${name}: ${ref}[0] = ${t0}")
+    endif()
+  endforeach()
   math(EXPR rlast "${REPEAT} - 1")
   foreach(r RANGE ${rlast})
     string(JSON t GET "${json}" paths ${i} synchronized_repeats comm_per_iter_seconds ${r})
