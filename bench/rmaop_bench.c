@@ -38,6 +38,7 @@
  *   total               10 M + 7 D vector passes (17 x local_n when M = D)
  * Uses only the public API (and the CUDA runtime for the bandwidth measurement). */
 #include "bench_args.h"
+#include "machine_ref.h"
 #include "problems.h"
 
 #ifdef RMAOP_BENCH_HAVE_CUDA
@@ -69,7 +70,7 @@ typedef struct {
                                 * each site's median call x its calls (the typical iteration) */
   double *sync_comm_mean;      /* the same from the sites' summed times (every preempted call counted) */
   double *sync_start;          /* when each synchronized solve started, seconds after the bench's MPI_Init */
-  double *sync_cpu;            /* the machine's speed right before each synchronized solve: cpu_reference() */
+  double *sync_cpu;            /* the machine's speed right before each synchronized solve (machine_ref.h) */
 } path;
 
 typedef struct {
@@ -242,39 +243,7 @@ static void solve_once(path *p, int niter, int rep) {
   rmaop_solver_info_free(&info);
 }
 
-/* The machine's speed right now, from two fixed pieces of CPU work timed on every rank at once (the slowest
- * rank's seconds): [0] a chain of dependent multiply-adds (the core's clock and its share of the core), [1]
- * dependent loads chasing a random cycle through 8 MiB (the caches and memory behind them). A shared machine
- * whose CPUs change speed for seconds at a time shows it here as well as in the messaging (session 34). */
-enum { CHASE_N = 1 << 20, CHASE_STEPS = 20000, ALU_STEPS = 100000 };
-static size_t *g_chase;
-static void cpu_reference(double out[2]) {
-  if (!g_chase) {
-    g_chase = malloc(CHASE_N * sizeof *g_chase);
-    if (!g_chase) die("CPU reference buffer (out of memory)", NULL);
-    for (size_t i = 0; i < CHASE_N; ++i) g_chase[i] = i;
-    unsigned long long r = 88172645463325252ULL; /* Sattolo's shuffle: one cycle through every slot */
-    for (size_t i = CHASE_N - 1; i > 0; --i) {
-      r ^= r << 13, r ^= r >> 7, r ^= r << 17;
-      size_t j = (size_t)(r % i), t = g_chase[i];
-      g_chase[i] = g_chase[j], g_chase[j] = t;
-    }
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-  double t0 = MPI_Wtime();
-  volatile double sink = 1.0;
-  double x = sink;
-  for (int i = 0; i < ALU_STEPS; ++i) x = x * 1.0000001 + 1e-9;
-  sink = x;
-  double t1 = MPI_Wtime();
-  size_t k = 0;
-  for (int i = 0; i < CHASE_STEPS; ++i) k = g_chase[k];
-  double t2 = MPI_Wtime();
-  volatile size_t sink_k = k;
-  (void)sink_k;
-  double local[2] = {t1 - t0, t2 - t1};
-  MPI_Allreduce(local, out, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-}
+static machine_ref g_ref; /* the machine's speed before each synchronized repeat (machine_ref.h) */
 
 /* One more solve traced with synchronized starts: the sum over the trace sites of the slowest rank's time
  * inside rmaop's calls (site by site, as rmaop-roofline run measures), per iteration. Every rank records
@@ -284,7 +253,7 @@ static void solve_synced(path *p, int niter, int rep) {
   rmaop_solver_options_init(&o);
   o.niter = niter;
   rmaop_solver_info info;
-  cpu_reference(p->sync_cpu + 2 * rep);
+  if (machine_ref_time(&g_ref, p->sync_cpu + 2 * rep)) die("CPU reference buffer (out of memory)", p->ctx);
   if (rmaop_trace_reset(p->ctx) != RMAOP_OK || rmaop_trace_enable(p->ctx, RMAOP_TRACE_SYNCED) != RMAOP_OK)
     die("trace", p->ctx);
   MPI_Barrier(MPI_COMM_WORLD);
@@ -651,7 +620,7 @@ int main(int argc, char **argv) {
     free(paths[i].sync_start);
     free(paths[i].sync_cpu);
   }
-  free(g_chase);
+  machine_ref_free(&g_ref);
   MPI_Finalize();
   return mismatch ? 1 : 0;
 }

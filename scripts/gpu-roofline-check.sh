@@ -8,6 +8,7 @@
 # Each part is scripts/roofline-check.sh (probe, roofline run and rmaop-bench --trace-sync interleaved in
 # rounds); bdiag runs at n = 4096 on device memory (1024 on the host), deriv1d at 2^20.
 #   ROUNDS=4 HOST_ROUNDS=5 OUT=$OUT scripts/gpu-roofline-check.sh
+#   SYSMPI=0 leaves part 1 out (a call's device time spent on the CUDA-aware part alone).
 # GPU processes are not bound to cores (OMPI_MCA_hwloc_base_binding_policy=none, as scripts/gpu-check.sh binds none).
 # Builds rmaop-roofline and rmaop-bench only (no tests: Check is not needed). Writes $OUT/check-*/ and prints
 # the check tables with the elapsed seconds.
@@ -15,6 +16,7 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROUNDS="${ROUNDS:-4}"
 HOST_ROUNDS="${HOST_ROUNDS:-5}"
+SYSMPI="${SYSMPI:-1}"
 OUT="${OUT:-$PWD/gpu-out}"
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
@@ -40,11 +42,15 @@ check() { # name, build dir, then VAR=value settings for roofline-check.sh
 
 nvidia-smi -L
 git rev-parse --short HEAD 2>/dev/null || cat .device-cache/TREE 2>/dev/null
-stamp "build (system MPI)"
-build build-roof || exit 1
-stamp "device memory, system MPI: rma ipc, twosided staged, nccl"
-check device-sysmpi build-roof ROUNDS="$ROUNDS" MEMORY=device BDIAG_N=4096 BACKENDS=rma,twosided,nccl \
-  TRANSPORTS=ipc OMPI_MCA_hwloc_base_binding_policy=none
+if [ "$SYSMPI" = 1 ] || [ "$HOST_ROUNDS" -gt 0 ]; then
+  stamp "build (system MPI)"
+  build build-roof || exit 1
+fi
+if [ "$SYSMPI" = 1 ]; then
+  stamp "device memory, system MPI: rma ipc, twosided staged, nccl"
+  check device-sysmpi build-roof ROUNDS="$ROUNDS" MEMORY=device BDIAG_N=4096 BACKENDS=rma,twosided,nccl \
+    TRANSPORTS=ipc OMPI_MCA_hwloc_base_binding_policy=none
+fi
 source scripts/cuda-mpi-env.sh
 if [ -f "$RMAOP_CUDA_MPI_TARBALL" ]; then
   stamp "build (CUDA-aware Open MPI 5 + UCX)"
