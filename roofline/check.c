@@ -55,31 +55,8 @@ static int number(const json_value *v, double *out) {
   return 1;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* The median of a bench path's "synchronized_repeats"."cpu_chase_seconds" (rmaop-bench since session 34). */
-static int bench_chase(const json_value *p, double *out) {
-  const json_value *a = json_get(json_get(p, "synchronized_repeats"), "cpu_chase_seconds");
-  if (!a || a->type != JSON_ARRAY || a->count == 0)
-    return 0;
-  double *v = malloc(a->count * sizeof *v);
-  size_t n = 0;
-  for (size_t i = 0; v && i < a->count; ++i)
-    if (number(&a->items[i], &v[n]) && v[n] > 0)
-      ++n;
-  if (n > 0) {
-    qsort(v, n, sizeof *v, cmp_double);
-    *out = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  }
-  free(v);
-  return n > 0;
-}
-
 /* One bench file: each path's synchronized messaging per iteration into its row's k-th slot (of the --again
- * set when `again`: then only into rows the first set made), and the machine's speed during its repeats. */
+ * set when `again`: then only into rows the first set made). */
 static int read_bench(roof_check *c, const char *file, int k, int again, char *err, size_t errlen) {
   json_value *root = json_parse_file(file, err, errlen);
   if (!root)
@@ -111,8 +88,6 @@ static int read_bench(roof_check *c, const char *file, int k, int again, char *e
     } else if (r) {
       r->measured_k[k] = t;
       r->has_measured |= UINT64_C(1) << k;
-      if (bench_chase(p, &r->bench_chase_k[k]))
-        r->has_bench_chase |= UINT64_C(1) << k;
     }
     ++found;
   }
@@ -164,24 +139,11 @@ static int read_report(roof_check *c, const char *file, int k, char *err, size_t
     r->predicted_k[k] = t;
     r->predicted_warm_k[k] = run_prediction(use, "predicted_comm_per_iter_warm", r->path, &w) ? w : t;
     r->has_predicted |= UINT64_C(1) << k;
-    if (run_prediction(use, "probe_cpu_chase_seconds", r->path, &t) && t > 0) {
-      r->probe_chase_k[k] = t;
-      r->has_probe_chase |= UINT64_C(1) << k;
-    }
   }
   rc = 0;
 out:
   json_free(root);
   return rc;
-}
-
-/* Round k's machine: the bench's chase time over the probe's, when both files measured it. */
-static int round_machine(const roof_check_row *r, int k, double *ratio) {
-  const uint64_t bit = UINT64_C(1) << k;
-  if (!(r->has_probe_chase & bit) || !(r->has_bench_chase & bit))
-    return 0;
-  *ratio = r->bench_chase_k[k] / r->probe_chase_k[k];
-  return 1;
 }
 
 /* Round k's own error (report k against bench k), when both have the path. */
@@ -316,14 +278,6 @@ int roof_check_files(const char *const *reports, int nreports, const char *const
       if (round_error(r, k, &e)) {
         c->round_compared[k]++;
         c->round_within[k] += fabs(e) <= tol;
-        double m;
-        if (round_machine(r, k, &m) && fabs(m - 1) > ROOF_CHECK_MACHINE) {
-          c->machine_moved++;
-          c->machine_moved_missed += fabs(e) > tol;
-        } else if (round_machine(r, k, &m)) {
-          c->machine_same++;
-          c->machine_same_missed += fabs(e) > tol;
-        }
       }
   }
   return 0;
@@ -423,19 +377,6 @@ void roof_check_print(FILE *f, const roof_check *c) {
         else
           fprintf(f, " -");
       fputc('\n', f);
-      double m;
-      int any = 0;
-      for (int k = 0; k < c->nreports && !any; ++k)
-        any = round_machine(r, k, &m);
-      if (any) {
-        fprintf(f, "%-22s", "  machine (bench/probe)");
-        for (int k = 0; k < c->nreports; ++k)
-          if (round_machine(r, k, &m))
-            fprintf(f, " %.2f", m);
-          else
-            fprintf(f, " -");
-        fputc('\n', f);
-      }
     }
   }
   if (paired) {
@@ -444,16 +385,6 @@ void roof_check_print(FILE *f, const roof_check *c) {
       fprintf(f, " %d/%d", c->round_within[k], c->round_compared[k]);
     fputc('\n', f);
   }
-  if (c->machine_moved + c->machine_same > 0)
-    fprintf(f,
-            "the machine's speed (a pointer chase through 8 MiB, timed by the probe at each path's solver sites and "
-            "before each bench repeat): bench/probe beyond %.2f..%.2f in %d of %d path rounds, %d of them missed; "
-            "within, %d of %d missed%s\n",
-            1 - ROOF_CHECK_MACHINE, 1 + ROOF_CHECK_MACHINE, c->machine_moved, c->machine_moved + c->machine_same,
-            c->machine_moved_missed, c->machine_same_missed, c->machine_same,
-            c->machine_moved_missed > 0 ? " (a miss where the machine's speed moved between probe and bench is "
-                                          "the machine's as much as the model's)"
-                                        : "");
   if (c->nagain > 0)
     fprintf(f, "measurement against itself: %d of %d paths within %.0f %%%s\n", c->again_within, c->again_compared,
             100 * c->tolerance,

@@ -30,7 +30,6 @@
  * reductions warm up differently (on the 2-vCPU VM lock's paid 24-29 % of its full penalty after 8 MiB where fence's
  * paid 38-52 %, docs/roofline-runs/2026-11-25-session19-lock-experiments.md). Device memory gets no cold points: a
  * solver's vectors then live in GPU memory and do not pass through the host caches. */
-#include "machine_ref.h"
 #include "tool.h"
 
 #include <math.h>
@@ -1005,26 +1004,6 @@ static void probe_cold(rmaop_ctx ctx, const roof_probe_options *o, sweeper *sw, 
 }
 
 /* Probes one path into @p p. Returns 0, or 1 when the path does not exist here (skipped, said why). */
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* The machine's speed right after the path's solver-site epochs (probe_add, the last thing timed on a path):
- * ROOF_REF_REPS timings of bench/machine_ref.h, their medians. Collective. */
-static machine_ref probe_ref_buf;
-static void probe_ref(roof_path *p) {
-  double t[2][ROOF_REF_REPS], one[2];
-  for (int i = 0; i < ROOF_REF_REPS; ++i) {
-    if (machine_ref_time(&probe_ref_buf, one))
-      return; /* no 8 MiB on some rank: the profile says nothing about the machine's speed */
-    t[0][i] = one[0], t[1][i] = one[1];
-  }
-  qsort(t[0], ROOF_REF_REPS, sizeof(double), cmp_double);
-  qsort(t[1], ROOF_REF_REPS, sizeof(double), cmp_double);
-  p->ref = (roof_machine_ref){.has = 1, .alu = t[0][ROOF_REF_REPS / 2], .chase = t[1][ROOF_REF_REPS / 2]};
-}
-
 static int probe_path(const char *name, const grid *g, const roof_probe_options *o, sweeper *sw, roof_cache *cache,
                       roof_path *p) {
   rmaop_ctx ctx = NULL;
@@ -1054,8 +1033,6 @@ static int probe_path(const char *name, const grid *g, const roof_probe_options 
     probe_after_dot(ctx, p);
   if (!bad)
     probe_add(ctx, p);
-  if (!bad)
-    probe_ref(p);
   rmaop_ctx_destroy(&ctx);
   return bad ? 1 : 0;
 }
@@ -1148,7 +1125,6 @@ int roof_probe(const roof_probe_options *o) {
       free(p->points), free(p->rpoints);
   }
   sweeper_free(&sw);
-  machine_ref_free(&probe_ref_buf);
   int rc = 0;
   if (rank == 0 && prof.npaths == 0)
     rc = (fprintf(stderr, "rmaop-roofline probe: no path could be probed\n"), 1);

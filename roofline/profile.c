@@ -181,16 +181,6 @@ static void write_add(FILE *f, const roof_add_point *a) {
   fprintf(f, "\"reps\": %d}", a->reps);
 }
 
-/* Written only when measured: older probes did not. */
-static void write_ref(FILE *f, const roof_machine_ref *m) {
-  if (!m->has)
-    return;
-  fputs(",\n   \"machine\": {", f);
-  write_num(f, "cpu_alu_seconds", m->alu, 1);
-  write_num(f, "cpu_chase_seconds", m->chase, 0);
-  fputs("}", f);
-}
-
 static void write_cache(FILE *f, const roof_cache *c) {
   if (!c->has)
     return;
@@ -232,7 +222,6 @@ static void write_path(FILE *f, const roof_path *p) {
     write_reduce(f, p);
   write_cold(f, &p->cold);
   write_add(f, &p->add);
-  write_ref(f, &p->ref);
   fputs("}", f);
 }
 
@@ -534,20 +523,6 @@ static int read_add(reader *r, const json_value *path, roof_add_point *a) {
   return st ? -1 : 0;
 }
 
-/* Optional (probes before session 34 did not measure it). */
-static int read_ref(reader *r, const json_value *path, roof_machine_ref *m) {
-  const json_value *o;
-  size_t len;
-  if (enter_optional(r, path, "machine", &o, &len))
-    return -1;
-  if (!o)
-    return 0;
-  int st = get_nonneg(r, o, "cpu_alu_seconds", &m->alu, 0) || get_nonneg(r, o, "cpu_chase_seconds", &m->chase, 0);
-  r->where[len] = 0;
-  m->has = !st;
-  return st ? -1 : 0;
-}
-
 /* Optional, like a path's "cold": without it every site is predicted warm. */
 static int read_cache(reader *r, const json_value *root, roof_cache *c) {
   const json_value *o;
@@ -591,7 +566,7 @@ static int read_path(reader *r, const json_value *o, roof_path *p) {
   const json_value *red;
   if (optional_object(r, o, "reduce", &red) || (red && read_reduce(r, red, p)))
     return -1;
-  return read_cold(r, o, &p->cold) || read_add(r, o, &p->add) || read_ref(r, o, &p->ref) ? -1 : 0;
+  return read_cold(r, o, &p->cold) || read_add(r, o, &p->add) ? -1 : 0;
 }
 
 static int read_header(reader *r, const json_value *root, roof_profile *p) {

@@ -367,13 +367,6 @@ static void json_run(FILE *f, const roof_run *r, const roof_profile *prof) {
   fputs("}, \"predicted_comm_per_iter_warm\": {", f);
   for (int j = 0; j < prof->npaths; ++j)
     json_kv_num(f, prof->paths[j].name, roof_run_predicted_warm(r, j), j + 1 < prof->npaths);
-  fputs("}, \"probe_cpu_chase_seconds\": {", f); /* the machine's speed where each path was probed (roof_machine_ref) */
-  for (int j = 0, first = 1; j < prof->npaths; ++j)
-    if (prof->paths[j].ref.has) {
-      fputs(first ? "" : ", ", f);
-      json_kv_num(f, prof->paths[j].name, prof->paths[j].ref.chase, 0);
-      first = 0;
-    }
   fputs("}, ", f);
   json_kv_str(f, "best_path", best >= 0 ? prof->paths[best].name : "", 1);
   fprintf(f, "\"best_fit_poor\": %s, ", best >= 0 && prof->paths[best].fit.poor ? "true" : "false");

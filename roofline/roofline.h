@@ -156,17 +156,6 @@ typedef struct {
   int reps;
 } roof_add_point;
 
-/* The machine's speed where a path's solver-site epochs were timed (the end of its probe; bench/machine_ref.h):
- * medians over ROOF_REF_REPS timings of a multiply-add chain (alu) and of a pointer chase through 8 MiB (chase),
- * seconds, the slowest rank's. rmaop-bench times the same before each --trace-sync repeat, and `check` sets the
- * two side by side per round: where the chase ran longer for the bench than for the probe, the machine itself
- * was slower (session 34, 2 x H200). Absent (has 0) in profiles of older probes. */
-enum { ROOF_REF_REPS = 5 };
-typedef struct {
-  int has;
-  double alu, chase;
-} roof_machine_ref;
-
 typedef struct {
   char name[ROOF_NAME_MAX]; /* "rma.lock.shm", "twosided", ... (".device" appended for device memory) */
   char backend[16], sync[16], transport[16], memory[16];
@@ -179,7 +168,6 @@ typedef struct {
   int has_rfit;
   roof_cold cold;
   roof_add_point add;
-  roof_machine_ref ref;
 } roof_path;
 
 /* A cold penalty below this fraction of the warm time is no cache effect (noise): the curve is not used. */
@@ -479,7 +467,6 @@ int roof_svg_probe(const char *file, const roof_profile *prof, char *err, size_t
 
 #define ROOF_CHECK_MAX_PATHS 32
 #define ROOF_CHECK_MAX_FILES 64 /* rounds: the pooled medians of a noisy machine need a few dozen */
-#define ROOF_CHECK_MACHINE 0.15 /* bench / probe chase time beyond 1 +- this: the machine's speed moved */
 
 typedef struct {
   char path[ROOF_NAME_MAX]; /* profile path name ("rma.lock.shm", "rma.lock.ipc.device") */
@@ -497,10 +484,6 @@ typedef struct {
   int run_compared, run_within;     /* |run_gap| <= tolerance */
   int has_interval;                 /* lo..hi: the error's 90 % bootstrap interval over the rounds (check.c) */
   double lo, hi;
-  /* The machine's speed (roof_machine_ref's pointer chase, seconds): where report k's profile probed the path,
-   * and the median over bench file k's --trace-sync repeats. Absent in older profiles and bench files. */
-  double probe_chase_k[ROOF_CHECK_MAX_FILES], bench_chase_k[ROOF_CHECK_MAX_FILES];
-  uint64_t has_probe_chase, has_bench_chase;
 } roof_check_row;
 
 typedef struct {
@@ -510,9 +493,6 @@ typedef struct {
   int nagain, again_compared, again_within;         /* the measurement against itself (roof_check_again) */
   int run_compared, run_within;                     /* the run's own measurement against the bench's */
   int ninterval, interval_inside, interval_outside; /* rows with an interval; wholly inside / beyond the tolerance */
-  /* Rounds (path x round, paired) with both chase times: where the bench's differs from the probe's by more than
-   * ROOF_CHECK_MACHINE (the machine's speed moved between them) or not, and how many of each missed. */
-  int machine_moved, machine_moved_missed, machine_same, machine_same_missed;
   double tolerance;
 } roof_check;
 

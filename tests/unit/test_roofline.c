@@ -1057,27 +1057,7 @@ START_TEST(profile_round_trip_device_points) {
   ck_assert(rel(q.paths[0].add.extra, 8e-6) < 1e-8);
   ck_assert_int_eq(q.paths[0].add.reps, 41);
   ck_assert_int_eq(q.paths[1].add.has, 0);
-  ck_assert_int_eq(q.paths[0].ref.has, 0); /* no machine member: an older probe */
   expect_rewrites_same(&q, file, file2);
-  /* the machine's speed where the path was probed (session 34) reads back as written */
-  q.paths[1].ref = (roof_machine_ref){.has = 1, .alu = 145e-6, .chase = 850e-6};
-  ck_assert_int_eq(roof_profile_write(&q, file, err, sizeof err), 0);
-  roof_profile_free(&q);
-  ck_assert_msg(roof_profile_read(file, &q, err, sizeof err) == 0, "%s", err);
-  ck_assert_int_eq(q.paths[0].ref.has, 0);
-  ck_assert_int_eq(q.paths[1].ref.has, 1);
-  ck_assert(rel(q.paths[1].ref.alu, 145e-6) < 1e-8 && rel(q.paths[1].ref.chase, 850e-6) < 1e-8);
-  expect_rewrites_same(&q, file, file2);
-  roof_profile_free(&q);
-  char *mt = read_text(file), *mat = strstr(mt, "\"cpu_chase_seconds\": ");
-  ck_assert_ptr_nonnull(mat);
-  ck_assert_int_eq(strncmp(mat + 21, "0.00085", 7), 0);
-  memcpy(mat + 21, "-8.5e-4", 7); /* a negative time is refused with the member's name */
-  write_text(file2, mt);
-  free(mt);
-  ck_assert_int_eq(roof_profile_read(file2, &q, err, sizeof err), -1);
-  ck_assert_msg(strstr(err, "machine") && strstr(err, "cpu_chase_seconds"), "%s", err);
-  ck_assert_msg(roof_profile_read(file, &q, err, sizeof err) == 0, "%s", err);
   /* a malformed accumulate member is refused with its name */
   roof_profile_free(&q);
   char *text = read_text(file), *at = strstr(text, "\"extra\": ");
@@ -1733,7 +1713,6 @@ START_TEST(mutated_files_refused_or_read) {
   add_cold(&p);
   add_reduce_curve(&p);
   p.cache.share_cache_bytes = 32 * MIB, p.cache.share_bytes = 19 * MIB, p.cache.share_ratio = 1.07;
-  p.paths[0].ref = (roof_machine_ref){.has = 1, .alu = 145e-6, .chase = 850e-6};
   const char *src[4] = {scratch("mut-profile.json"), scratch("mut-trace.json"), scratch("mut-report.json"),
                         scratch("mut-bench.json")};
   const char *bad = scratch("mut-input.json");
@@ -1746,10 +1725,7 @@ START_TEST(mutated_files_refused_or_read) {
              "\"time_min\": 1e-6, \"time_max\": 1e-6, \"time_inside\": 2e-5, \"time_inside_median\": 1.5e-6, "
              "\"calls_add\": 10}\n]}\n");
   write_check_report(src[2], 10, 6, 3);
-  write_text(src[3], "{\"problem\": \"deriv1d\", \"memory\": \"host\", \"paths\": [\n"
-                    " {\"path\": \"rma.lock.shm\", \"synchronized_comm_per_iter_seconds\": 9e-6, "
-                    "\"synchronized_repeats\": {\"cpu_chase_seconds\": [8.5e-4, 9e-4, 8e-4]}},\n"
-                    " {\"path\": \"twosided\", \"synchronized_comm_per_iter_seconds\": 4e-6}\n]}\n");
+  write_check_bench(src[3], "host", 9, 4);
   roof_check *c = malloc(sizeof *c);
   ck_assert_ptr_nonnull(c);
   unsigned state = 32;
@@ -1934,70 +1910,6 @@ START_TEST(check_many_rounds_and_again) {
 }
 END_TEST
 
-/* The machine's speed per round: the bench's median chase over the probe's (from the report) is printed per
- * path and round, and the rounds' misses are counted apart where it moved beyond 15 % and where it did not.
- * Files without the members (older probes and benches) print nothing of it. */
-START_TEST(check_machine_speed_per_round) {
-  enum { R = 3 };
-  static char names[2][R][1024];
-  const char *reports[R], *benches[R];
-  /* round 0: the machine as fast for the bench (chase 1.0 / 1.0 ms), the model within (lock 10 against 10);
-   * round 1: 1.5x slower for the bench, lock measured 15 (model 10: -33 %, a miss);
-   * round 2: no chase times at all */
-  const double bench_chase[R] = {1e-3, 1.5e-3, 0}, lock[R] = {10, 15, 10};
-  for (int k = 0; k < R; ++k) {
-    snprintf(names[0][k], sizeof names[0][k], "%s/test_roofline_check-machine-r%d.json", dir, k);
-    snprintf(names[1][k], sizeof names[1][k], "%s/test_roofline_check-machine-b%d.json", dir, k);
-    reports[k] = names[0][k];
-    benches[k] = names[1][k];
-    char text[2048];
-    snprintf(text, sizeof text,
-             "{\"runs\": [{\"solver\": \"cgls\", \"path\": \"rma.lock.shm\", "
-             "\"predicted_comm_per_iter\": {\"rma.lock.shm\": 10e-6, \"twosided\": 5e-6}%s}]}\n",
-             k < 2 ? ", \"probe_cpu_chase_seconds\": {\"rma.lock.shm\": 1e-3, \"twosided\": 1e-3}" : "");
-    write_text(reports[k], text);
-    if (k < 2)
-      snprintf(text, sizeof text,
-               "{\"memory\": \"host\", \"paths\": [\n"
-               " {\"path\": \"rma.lock.shm\", \"synchronized_comm_per_iter_seconds\": %g, \"synchronized_repeats\": "
-               "{\"cpu_chase_seconds\": [%g, %g, %g]}},\n"
-               " {\"path\": \"twosided\", \"synchronized_comm_per_iter_seconds\": 5e-6, \"synchronized_repeats\": "
-               "{\"cpu_chase_seconds\": [%g]}}]}\n",
-               lock[k] * 1e-6, bench_chase[k], 9.0, bench_chase[k] * 0.5, bench_chase[k]);
-    else
-      snprintf(text, sizeof text,
-               "{\"memory\": \"host\", \"paths\": [{\"path\": \"rma.lock.shm\", "
-               "\"synchronized_comm_per_iter_seconds\": 10e-6}, {\"path\": \"twosided\", "
-               "\"synchronized_comm_per_iter_seconds\": 5e-6}]}\n");
-    write_text(benches[k], text);
-  }
-  char err[ROOF_ERR_MAX];
-  roof_check *c = malloc(sizeof *c);
-  ck_assert_ptr_nonnull(c);
-  ck_assert_msg(roof_check_files(reports, R, benches, R, 0.25, c, err, sizeof err) == 0, "%s", err);
-  /* the median of [chase, 9, chase/2] is chase: one slow outlier does not move it */
-  ck_assert_double_eq_tol(c->rows[0].bench_chase_k[1], 1.5e-3, 1e-15);
-  ck_assert_int_eq(c->machine_moved, 2); /* round 1, both paths */
-  ck_assert_int_eq(c->machine_moved_missed, 1);
-  ck_assert_int_eq(c->machine_same, 2); /* round 0, both paths; round 2 has no chase times */
-  ck_assert_int_eq(c->machine_same_missed, 0);
-  char *txt = check_text(c, "check-machine.txt");
-  ck_assert_msg(strstr(txt, "  machine (bench/probe) 1.00 1.50 -\n"), "%s", txt);
-  ck_assert_msg(strstr(txt, "beyond 0.85..1.15 in 2 of 4 path rounds, 1 of them missed; within, 0 of 2 missed"), "%s",
-                txt);
-  free(txt);
-  /* older files: no machine line, no count */
-  write_check_report(reports[0], 10, 5, 5);
-  write_check_bench(benches[0], "host", 10, 5);
-  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, c, err, sizeof err), 0);
-  ck_assert_int_eq(c->machine_moved + c->machine_same, 0);
-  txt = check_text(c, "check-machine-old.txt");
-  ck_assert_ptr_null(strstr(txt, "machine"));
-  free(txt);
-  free(c);
-}
-END_TEST
-
 /* The error's bootstrap interval over the rounds: a point where every round agrees, wholly outside where every
  * round misses, across the bound where the rounds scatter; the same files give the same interval; too few rounds
  * give none. */
@@ -2105,7 +2017,6 @@ static Suite *suite(void) {
   tcase_add_test(files, check_predictions_against_bench);
   tcase_add_test(files, check_many_rounds_and_again);
   tcase_add_test(files, check_interval_over_rounds);
-  tcase_add_test(files, check_machine_speed_per_round);
   tcase_add_test(files, mutated_files_refused_or_read);
   suite_add_tcase(s, files);
   return s;
