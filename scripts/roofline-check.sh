@@ -16,9 +16,9 @@
 # round's roofline run's own measurement of its path with the bench: the same solver a minute away, as far as
 # the probe stands from the bench (session 23).
 # Every bench warms up for WARMUP_MS (default 3000) before it times anything (rmaop-bench --warmup-ms): on
-# 2 x H200 a process's first seconds can run the small operations 1.4-1.9x slower (session 34: CUDA-aware
-# twosided bdiag 30-32 us per iteration for up to ~6 s after MPI_Init, 21.6 after), and a bench timing its
-# solves there measured that start, not the machine the probe measured.
+# 2 x H200 every launch began slow for 1.5-9 s (session 34: the small operations 1.2-1.9x slower). It shortens
+# what a bench meets of that start; it does not remove the machine's later slow phases of 1-5 s, which follow its
+# memory latency (docs/roofline-runs/2026-11-27-session34.md).
 # With 5 rounds or more, the check prints each path's error with a 90 % interval from resampling the rounds
 # (session 25): on the 2-vCPU VM 36 rounds leave it +-10-30 points wide, as wide as the tolerance.
 #
