@@ -102,8 +102,8 @@ enum { NSOLVERS = sizeof solvers / sizeof solvers[0] };
 static int rank;
 static double g_t0; /* MPI_Wtime() right after MPI_Init */
 static struct {
-  int ms, rounds;                    /* --warmup-ms; rounds of warm-up solves over all paths that ran */
-  double start, seconds, timed_start; /* warm-up start and the first timed solve, seconds after MPI_Init */
+  int ms, rounds;        /* --warmup-ms; rounds of warm-up solves over all paths that ran */
+  double start, seconds; /* warm-up start (after MPI_Init) and length; the timed solves begin at start + seconds */
 } warm;
 
 static void die(const char *what, rmaop_ctx ctx) {
@@ -305,7 +305,7 @@ static void write_json(const char *file, const char *problem, const char *solver
   fprintf(f, "{\"problem\": \"%s\", \"solver\": \"%s\", \"n\": %lld, \"niter\": %d, \"ranks\": %d, \"repeat\": %d, "
              "\"memory\": \"%s\", ", problem, solver_list, (long long)n, niter, P, repeat, memory);
   fprintf(f, "\"warmup\": {\"ms\": %d, \"rounds\": %d, \"start_seconds\": %.6f, \"seconds\": %.6f, "
-             "\"timed_start_seconds\": %.6f}, ", warm.ms, warm.rounds, warm.start, warm.seconds, warm.timed_start);
+             "\"timed_start_seconds\": %.6f}, ", warm.ms, warm.rounds, warm.start, warm.seconds, warm.start + warm.seconds);
   if (strcmp(memory, "device") == 0)
     fprintf(f, "\"device_copy_bw_bytes_per_s\": {\"rank0\": %.6g, \"min\": %.6g, \"max\": %.6g}, "
                "\"cgls_passes_per_iter\": {\"model\": %d, \"data\": %d}, ",
@@ -542,19 +542,14 @@ int main(int argc, char **argv) {
   /* Warm-up (and the histories): rounds over the paths until warmup_ms have passed; rank 0's clock decides, so
    * every rank runs the same solves. */
   const double warm_start = MPI_Wtime();
-  int warm_rounds = 0;
-  for (int more = 1; more;) {
+  warm.ms = warmup_ms;
+  for (int more = 1; more; ++warm.rounds) {
     for (int i = 0; i < np; ++i) solve_once(&paths[i], niter, -1);
-    ++warm_rounds;
     more = MPI_Wtime() - warm_start < 1e-3 * warmup_ms;
     MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
   }
-  const double timed_start = MPI_Wtime();
-  warm.seconds = timed_start - warm_start;
   warm.start = warm_start - g_t0;
-  warm.timed_start = timed_start - g_t0;
-  warm.rounds = warm_rounds;
-  warm.ms = warmup_ms;
+  warm.seconds = MPI_Wtime() - warm_start;
   for (int r = 0; r < repeat; ++r)
     for (int i = 0; i < np; ++i) solve_once(&paths[i], niter, r);
   for (int r = 0; r < repeat && trace_sync; ++r) /* interleaved like the timed repeats */
