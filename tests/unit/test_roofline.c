@@ -22,12 +22,15 @@ static char *scratch(const char *name) {
   return b;
 }
 
-static void write_text(const char *file, const char *text) {
-  FILE *f = fopen(file, "w");
+/* @p n bytes (the mutation test's may hold NULs), or a string */
+static void write_bytes(const char *file, const char *b, size_t n) {
+  FILE *f = fopen(file, "wb");
   ck_assert_ptr_nonnull(f);
-  fputs(text, f);
+  ck_assert_uint_eq(fwrite(b, 1, n, f), n);
   fclose(f);
 }
+
+static void write_text(const char *file, const char *text) { write_bytes(file, text, strlen(text)); }
 
 static char *read_text(const char *file) {
   FILE *f = fopen(file, "rb");
@@ -1697,13 +1700,6 @@ static size_t mutate_text(const char *in, size_t n, char *out, size_t cap, unsig
     }
   }
   return m;
-}
-
-static void write_bytes(const char *file, const char *b, size_t n) {
-  FILE *f = fopen(file, "wb");
-  ck_assert_ptr_nonnull(f);
-  ck_assert_uint_eq(fwrite(b, 1, n, f), n);
-  fclose(f);
 }
 
 START_TEST(mutated_files_refused_or_read) {
