@@ -7,8 +7,13 @@
 #   3. host memory on the same machine's CPUs (HOST_ROUNDS > 0), as on the 2-vCPU VM.
 # Each part is scripts/roofline-check.sh (probe, roofline run and rmaop-bench --trace-sync interleaved in
 # rounds); bdiag runs at n = 4096 on device memory (1024 on the host), deriv1d at 2^20.
+# On device memory every bench times DEVICE_REPEAT (default 100) repeats per path, interleaved over the paths, so
+# its synchronized repeats span ~2-3 s of the launch (5 spanned ~0.1-0.2 s): the machine's memory-latency phases
+# last 1-5 s (docs/roofline-runs/2026-11-27-session34.md), the probe spends seconds per path and sees a mix of
+# them, and a bench that spans a phase or two sees the same mix instead of one phase's snapshot (session 35).
 #   ROUNDS=4 HOST_ROUNDS=5 OUT=$OUT scripts/gpu-roofline-check.sh
-#   SYSMPI=0 leaves part 1 out (a call's device time spent on the CUDA-aware part alone).
+#   SYSMPI=0 leaves part 1 out (a call's device time spent on the CUDA-aware part alone); DEVICE_REPEAT=5 gives
+#   the device benches their length before session 35.
 # GPU processes are not bound to cores (OMPI_MCA_hwloc_base_binding_policy=none, as scripts/gpu-check.sh binds none).
 # Builds rmaop-roofline and rmaop-bench only (no tests: Check is not needed). Writes $OUT/check-*/ and prints
 # the check tables with the elapsed seconds.
@@ -17,6 +22,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROUNDS="${ROUNDS:-4}"
 HOST_ROUNDS="${HOST_ROUNDS:-5}"
 SYSMPI="${SYSMPI:-1}"
+DEVICE_REPEAT="${DEVICE_REPEAT:-100}"
 OUT="${OUT:-$PWD/gpu-out}"
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
@@ -48,7 +54,7 @@ if [ "$SYSMPI" = 1 ] || [ "$HOST_ROUNDS" -gt 0 ]; then
 fi
 if [ "$SYSMPI" = 1 ]; then
   stamp "device memory, system MPI: rma ipc, twosided staged, nccl"
-  check device-sysmpi build-roof ROUNDS="$ROUNDS" MEMORY=device BDIAG_N=4096 BACKENDS=rma,twosided,nccl \
+  check device-sysmpi build-roof ROUNDS="$ROUNDS" REPEAT="$DEVICE_REPEAT" MEMORY=device BDIAG_N=4096 BACKENDS=rma,twosided,nccl \
     TRANSPORTS=ipc OMPI_MCA_hwloc_base_binding_policy=none
 fi
 source scripts/cuda-mpi-env.sh
@@ -58,7 +64,7 @@ if [ -f "$RMAOP_CUDA_MPI_TARBALL" ]; then
     rmaop_cuda_mpi_env || exit 1
     build build-roof-cudampi || exit 1
     stamp "device memory, CUDA-aware MPI: rma mpi, twosided on device pointers"
-    check device-cudampi build-roof-cudampi ROUNDS="$ROUNDS" MEMORY=device BDIAG_N=4096 BACKENDS=rma,twosided \
+    check device-cudampi build-roof-cudampi ROUNDS="$ROUNDS" REPEAT="$DEVICE_REPEAT" MEMORY=device BDIAG_N=4096 BACKENDS=rma,twosided \
       TRANSPORTS=mpi OMPI_MCA_hwloc_base_binding_policy=none
   )
 else
