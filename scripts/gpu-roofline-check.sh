@@ -12,8 +12,8 @@
 # last 1-5 s (docs/roofline-runs/2026-11-27-session34.md), the probe spends seconds per path and sees a mix of
 # them, and a bench that spans a phase or two sees the same mix instead of one phase's snapshot (session 35).
 #   ROUNDS=4 HOST_ROUNDS=5 OUT=$OUT scripts/gpu-roofline-check.sh
-#   SYSMPI=0 leaves part 1 out (a call's device time spent on the CUDA-aware part alone); DEVICE_REPEAT=5 gives
-#   the device benches their length before session 35.
+#   SYSMPI=0 leaves part 1 out (a call's device time spent on the CUDA-aware part alone), CUDAMPI=0 part 2;
+#   DEVICE_REPEAT=5 gives the device benches their length before session 35.
 # GPU processes are not bound to cores (OMPI_MCA_hwloc_base_binding_policy=none, as scripts/gpu-check.sh binds none).
 # Builds rmaop-roofline and rmaop-bench only (no tests: Check is not needed). Writes $OUT/check-*/ and prints
 # the check tables with the elapsed seconds.
@@ -22,6 +22,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROUNDS="${ROUNDS:-4}"
 HOST_ROUNDS="${HOST_ROUNDS:-5}"
 SYSMPI="${SYSMPI:-1}"
+CUDAMPI="${CUDAMPI:-1}"
 DEVICE_REPEAT="${DEVICE_REPEAT:-100}"
 OUT="${OUT:-$PWD/gpu-out}"
 mkdir -p "$OUT"
@@ -58,7 +59,9 @@ if [ "$SYSMPI" = 1 ]; then
     TRANSPORTS=ipc OMPI_MCA_hwloc_base_binding_policy=none
 fi
 source scripts/cuda-mpi-env.sh
-if [ -f "$RMAOP_CUDA_MPI_TARBALL" ]; then
+if [ "$CUDAMPI" != 1 ]; then
+  stamp "CUDAMPI=$CUDAMPI: the CUDA-aware part is left out"
+elif [ -f "$RMAOP_CUDA_MPI_TARBALL" ]; then
   stamp "build (CUDA-aware Open MPI 5 + UCX)"
   (
     rmaop_cuda_mpi_env || exit 1
