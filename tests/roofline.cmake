@@ -7,6 +7,8 @@
 #   roofline.bad.*          bad input: a clear message and a non-zero exit, never a crash
 #   roofline.bench_repeats  rmaop-bench's JSON: the warm-up it was asked for, every --trace-sync repeat and its start
 #   roofline.check_script   scripts/roofline-check.sh end to end, one short round (device twin: label gpu)
+#   roofline.pool_script    scripts/roofline-pool.sh: one folder pooled is that folder's check, byte for byte;
+#                           a folder named twice, a round without its report, no folder: refused with the reason
 if(NOT TARGET rmaop_roofline_core OR NOT TARGET rmaop-roofline)
   message(WARNING "tests/roofline.cmake: add_subdirectory(roofline) must come before add_subdirectory(tests); "
                   "the roofline tests are not registered")
@@ -119,7 +121,20 @@ string(REPLACE ";" " " _roof_script_env_sh "${_roof_script_env}")
 add_test(NAME roofline.check_script
          COMMAND sh -c "rm -rf ${_roof_dir}/check-script; env ${_roof_script_env_sh} TRANSPORTS=shm bash ${PROJECT_SOURCE_DIR}/scripts/roofline-check.sh ${_roof_dir}/check-script; ${_roof_script_ok}")
 set_tests_properties(roofline.check_script PROPERTIES PROCESSORS 2 LABELS "mpi;roofline" TIMEOUT 300
-                     ENVIRONMENT "${_roof_env}")
+                     ENVIRONMENT "${_roof_env}" FIXTURES_SETUP roofline_check_dir)
+set(_roof_pool "env BUILD_DIR=${CMAKE_BINARY_DIR} bash ${PROJECT_SOURCE_DIR}/scripts/roofline-pool.sh")
+set(_roof_pool_bad "${_roof_dir}/pool-bad")
+add_test(NAME roofline.pool_script
+         COMMAND sh -c "d=${_roof_dir}/check-script; rm -rf ${_roof_pool_bad} ${_roof_dir}/pool-*.txt; \
+OUT=${_roof_dir}/pool ${_roof_pool} $d || exit 1; \
+for p in deriv1d bdiag; do cmp ${_roof_dir}/pool-$p.txt $d/check-$p.txt || exit 1; done; \
+err=$(${_roof_pool} $d $d/ 2>&1) && exit 1; echo \"$err\" | grep -q 'named twice' || exit 1; \
+cp -r $d ${_roof_pool_bad} && rm ${_roof_pool_bad}/deriv1d-1.json; \
+err=$(${_roof_pool} ${_roof_pool_bad} 2>&1) && exit 1; echo \"$err\" | grep -q 'has no report .*deriv1d-1.json' || exit 1; \
+err=$(${_roof_pool} ${_roof_dir}/no-such-folder 2>&1) && exit 1; echo \"$err\" | grep -q 'is not a folder' || exit 1; \
+echo pool_script: ok")
+set_tests_properties(roofline.pool_script PROPERTIES LABELS "roofline" TIMEOUT 60
+                     FIXTURES_REQUIRED roofline_check_dir RESOURCE_LOCK roofline_check_script)
 
 # Device memory (label gpu): a probe of the default path names, which name no ".device", then `run` on the same
 # paths must find each in the profile (session 29: the profile named them without the suffix and `run` printed
