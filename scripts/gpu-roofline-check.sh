@@ -10,8 +10,9 @@
 # On device memory every bench times DEVICE_REPEAT (default 100) repeats per path, interleaved over the paths, so
 # its synchronized repeats span ~2-3 s of the launch (5 spanned ~0.1-0.2 s): the machine's memory-latency phases
 # last 1-5 s (docs/roofline-runs/2026-11-27-session34.md), and a 5-repeat bench read one of them, a draw of a
-# two-valued state 1.2-1.3x apart on the CUDA-aware paths; spanning a few phases, each round's bench reads their
-# mixture (docs/roofline-runs/2026-11-27-session35.md).
+# two-valued state 1.2-1.3x apart on the CUDA-aware paths. 100 repeats average whatever phases their seconds hold,
+# but many launches still read one speed throughout (docs/roofline-runs/2026-11-27-session35.md): a check needs
+# rounds, and scripts/roofline-pool.sh pools the rounds of several calls.
 #   ROUNDS=4 HOST_ROUNDS=5 OUT=$OUT scripts/gpu-roofline-check.sh
 #   SYSMPI=0 leaves part 1 out (a call's device time spent on the CUDA-aware part alone), CUDAMPI=0 part 2;
 #   DEVICE_REPEAT=5 gives the device benches their length before session 35.

@@ -9,7 +9,8 @@
 # them is not a check.
 #
 #   scripts/roofline-pool.sh DIR [DIR ...]            prints the check per problem
-#   OUT=FILE_PREFIX scripts/roofline-pool.sh DIR ...  also writes FILE_PREFIX-PROBLEM.txt
+#   POOL_OUT=PREFIX scripts/roofline-pool.sh DIR ...  also writes PREFIX-PROBLEM.txt (not $OUT: the device
+#                                                     machine's scripts use OUT for a folder)
 #
 # Needs rmaop-roofline ($BUILD_DIR, default build/). Exit status: 1 on a missing or malformed folder or file (the
 # message names it), else that of the checks (0: they ran; the verdict is the printed count, as for check).
@@ -21,8 +22,11 @@ for d in "$@"; do # resolve before rmaop_setup_env moves to the repository root
   [ -d "$d" ] || { echo "$RMAOP_SCRIPT: error: $d is not a folder (a scripts/roofline-check.sh output)" >&2; exit 1; }
   dirs+=("$(cd "$d" && pwd -P)")
 done
-out="${OUT:-}"
-[ -z "$out" ] || out="$(cd "$(dirname "$out")" && pwd -P)/$(basename "$out")"
+out="${POOL_OUT:-}"
+if [ -n "$out" ]; then
+  [ -d "$(dirname "$out")" ] || { echo "$RMAOP_SCRIPT: error: POOL_OUT=$out: no folder $(dirname "$out")" >&2; exit 1; }
+  out="$(cd "$(dirname "$out")" && pwd -P)/$(basename "$out")"
+fi
 # shellcheck source=scripts/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 rmaop_setup_env

@@ -126,7 +126,7 @@ set(_roof_pool "env BUILD_DIR=${CMAKE_BINARY_DIR} bash ${PROJECT_SOURCE_DIR}/scr
 set(_roof_pool_bad "${_roof_dir}/pool-bad")
 add_test(NAME roofline.pool_script
          COMMAND sh -c "d=${_roof_dir}/check-script; rm -rf ${_roof_pool_bad} ${_roof_dir}/pool-*.txt; \
-OUT=${_roof_dir}/pool ${_roof_pool} $d || exit 1; \
+POOL_OUT=${_roof_dir}/pool ${_roof_pool} $d || exit 1; \
 for p in deriv1d bdiag; do cmp ${_roof_dir}/pool-$p.txt $d/check-$p.txt || exit 1; done; \
 err=$(${_roof_pool} $d $d/ 2>&1) && exit 1; echo \"$err\" | grep -q 'named twice' || exit 1; \
 cp -r $d ${_roof_pool_bad} && rm ${_roof_pool_bad}/deriv1d-1.json; \
