@@ -45,6 +45,11 @@ for problem in deriv1d bdiag; do
       sed -n "s/^bench-$problem-\([0-9][0-9]*\)\.json$/\1/p" | sort -n)
     for r in "${rs[@]}"; do
       [ -f "$d/$problem-$r.json" ] || rmaop_die "$d/bench-$problem-$r.json has no report $d/$problem-$r.json"
+      # roofline-check.sh writes profile-1.json first and does not empty its folder: a round older than that is
+      # left from an earlier, longer check there and must not be pooled with this one
+      [ ! "$d/profile-1.json" -nt "$d/bench-$problem-$r.json" ] ||
+        rmaop_die "$d/bench-$problem-$r.json is older than the folder's round 1 (profile-1.json): a round left" \
+          "from an earlier check in the same folder"
       reports+="${reports:+,}$d/$problem-$r.json"
       benches+="${benches:+,}$d/bench-$problem-$r.json"
       if [ -f "$d/again-$problem-$r.json" ]; then
