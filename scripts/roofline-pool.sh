@@ -35,6 +35,9 @@ roofline="$BUILD_DIR/roofline/rmaop-roofline"
 [ -x "$roofline" ] || rmaop_die "$roofline was not built (run scripts/test.sh first)"
 [ "$(printf '%s\n' "${dirs[@]}" | sort | uniq -d)" = "" ] || rmaop_die "a folder is named twice: its rounds would count twice"
 
+# The "created" of the profile a report rests on (ISO 8601, UTC: compares as text); empty if it names none.
+profile_created() { grep -o -m1 '"created": *"[^"]*"' "$1" | sed 's/.*"\([^"]*\)"$/\1/' || true; }
+
 status=0
 found=0
 for problem in deriv1d bdiag; do
@@ -45,11 +48,14 @@ for problem in deriv1d bdiag; do
       sed -n "s/^bench-$problem-\([0-9][0-9]*\)\.json$/\1/p" | sort -n)
     for r in "${rs[@]}"; do
       [ -f "$d/$problem-$r.json" ] || rmaop_die "$d/bench-$problem-$r.json has no report $d/$problem-$r.json"
-      # roofline-check.sh writes profile-1.json first and does not empty its folder: a round older than that is
-      # left from an earlier, longer check there and must not be pooled with this one
-      [ ! "$d/profile-1.json" -nt "$d/bench-$problem-$r.json" ] ||
-        rmaop_die "$d/bench-$problem-$r.json is older than the folder's round 1 (profile-1.json): a round left" \
-          "from an earlier check in the same folder"
+      # roofline-check.sh does not empty its folder: a round whose report rests on a profile older than the
+      # folder's first round's is left from an earlier, longer check there and must not be pooled with this one
+      # (the reports carry their profile's "created", which survives copying; file times do not)
+      created="$(profile_created "$d/$problem-$r.json")"
+      [ "$r" != "${rs[0]}" ] || first="$created"
+      [[ ! "$created" < "$first" ]] ||
+        rmaop_die "$d/$problem-$r.json rests on a profile created $created, before round ${rs[0]}'s ($first):" \
+          "a round left from an earlier check in the same folder"
       reports+="${reports:+,}$d/$problem-$r.json"
       benches+="${benches:+,}$d/bench-$problem-$r.json"
       if [ -f "$d/again-$problem-$r.json" ]; then
