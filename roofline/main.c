@@ -7,7 +7,7 @@
  *                                  [--profile profile.json] [--out report]
  *   rmaop-roofline run --trace my-trace.json [--niter K] [--profile profile.json] [--out report]
  *   rmaop-roofline check --report report.json[,...] --bench bench.json[,...] [--again bench.json[,...]]
- *                        [--tolerance 0.25]
+ *                        [--tolerance 0.25] [--center median|mean]
  *
  * Uses only the public rmaop API; bad input is a message and a non-zero exit (2: usage, 1: failure). */
 #include "tool.h"
@@ -29,11 +29,12 @@ static void usage(void) {
            "  rmaop-roofline run --trace FILE[,FILE...] [--trace ...] [--niter K] [--profile FILE] [--out PREFIX]\n"
            "      place every trace site on the message roofline; write PREFIX.json, PREFIX.csv, PREFIX.svg\n"
            "  rmaop-roofline check --report FILE[,FILE...] --bench FILE[,FILE...] [--again FILE[,FILE...]]\n"
-           "                       [--tolerance 0.25]\n"
+           "                       [--tolerance 0.25] [--center median|mean]\n"
            "      each path's predicted messaging per iteration (run reports) against rmaop-bench --trace-sync --json\n"
-           "      (several files: medians per path over them, up to 64); --again: bench files measured a second\n"
-           "      time in the same rounds, compared with the first: how well the measurement reproduces here;\n"
-           "      with 5 or more of each: the error's 90 %% interval from resampling the rounds\n"
+           "      (several files: per path the median, or --center mean, over them, up to 64); --again: bench files\n"
+           "      measured a second time in the same rounds, compared with the first: how well the measurement\n"
+           "      reproduces here; with 5 or more of each: the error's 90 %% interval from resampling the rounds;\n"
+           "      --center mean: pool by the mean (a machine whose speed has two states; default: median)\n"
            "  rmaop-roofline refit [--profile FILE] [--out FILE]\n"
            "      fit a profile's raw medians again (same rules as probe) and rewrite it and its plot\n"
            "paths: rma.{fence,pscw,lock}.{shm,mpi} and twosided (host); rma.*.{ipc,mpi}, twosided, nccl (device)\n"
@@ -264,6 +265,7 @@ static int cmd_run(args *a) {
 static int cmd_check(args *a) {
   const char *reports = NULL, *benches = NULL, *again = NULL;
   double tol = 0.25;
+  roof_center center = ROOF_CENTER_MEDIAN;
   int st;
   while ((st = next_opt(a)) > 0) {
     if (!strcmp(a->name, "report")) {
@@ -283,6 +285,12 @@ static int cmd_check(args *a) {
       tol = strtod(v, &end);
       if (end == v || *end || !(tol > 0) || tol >= 10)
         return roof_msg("rmaop-roofline check: --tolerance %s: expected a fraction in (0, 10), e.g. 0.25\n", v), 2;
+    } else if (!strcmp(a->name, "center")) {
+      const char *v = value(a);
+      if (!v)
+        return 2;
+      if (roof_center_parse(v, &center))
+        return roof_msg("rmaop-roofline check: --center %s: expected median or mean (how the rounds pool)\n", v), 2;
     } else {
       return unknown(a), 2;
     }
@@ -305,7 +313,7 @@ static int cmd_check(args *a) {
   const int nr = roof_split(reports, rb, lr, rl, ROOF_CHECK_MAX_FILES + 1);
   const int nb = roof_split(benches, bb, lb, bl, ROOF_CHECK_MAX_FILES + 1);
   const int na = again ? roof_split(again, ab, la, al, ROOF_CHECK_MAX_FILES + 1) : 0;
-  if (roof_check_files((const char *const *)rl, nr, (const char *const *)bl, nb, tol, c, err, sizeof err) ||
+  if (roof_check_files((const char *const *)rl, nr, (const char *const *)bl, nb, tol, center, c, err, sizeof err) ||
       (again && roof_check_again(c, (const char *const *)al, na, err, sizeof err))) {
     roof_msg("rmaop-roofline check: %s\n", err);
     rc = 1;

@@ -15,7 +15,8 @@
 # rounds, and scripts/roofline-pool.sh pools the rounds of several calls.
 #   ROUNDS=4 HOST_ROUNDS=5 OUT=$OUT scripts/gpu-roofline-check.sh
 #   SYSMPI=0 leaves part 1 out (a call's device time spent on the CUDA-aware part alone), CUDAMPI=0 part 2;
-#   DEVICE_REPEAT=5 gives the device benches their length before session 35.
+#   DEVICE_REPEAT=5 gives the device benches their length before session 35; CENTER=mean pools each check's
+#   rounds by their mean (scripts/roofline-check.sh).
 # GPU processes are not bound to cores (OMPI_MCA_hwloc_base_binding_policy=none, as scripts/gpu-check.sh binds none).
 # Builds rmaop-roofline and rmaop-bench only (no tests: Check is not needed). Writes $OUT/check-*/ and prints
 # the check tables with the elapsed seconds.

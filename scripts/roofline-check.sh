@@ -21,6 +21,8 @@
 # memory latency (docs/roofline-runs/2026-11-27-session34.md).
 # With 5 rounds or more, the check prints each path's error with a 90 % interval from resampling the rounds
 # (session 25): on the 2-vCPU VM 36 rounds leave it +-10-30 points wide, as wide as the tolerance.
+# CENTER=median (default) or mean: how `check` pools the rounds (rmaop-roofline check --center; the mean for a
+# machine whose speed has two states, docs/roofline-runs/2026-11-27-session36.md); it prints the other's count too.
 #
 #   scripts/roofline-check.sh [OUT_DIR]          (default: $BUILD_DIR/roofline-check)
 #   ROUNDS=5 PROBE_ARGS="--quick" NP=2 MEMORY=host AGAIN=1 scripts/roofline-check.sh
@@ -47,6 +49,7 @@ NITER="${NITER:-20}"
 REPEAT="${REPEAT:-5}"
 WARMUP_MS="${WARMUP_MS:-3000}"
 AGAIN="${AGAIN:-1}"
+CENTER="${CENTER:-median}"
 DERIV_N="${DERIV_N:-1048576}"
 BDIAG_N="${BDIAG_N:-1024}"
 out="${1:-$BUILD_DIR/roofline-check}"
@@ -55,6 +58,7 @@ bench="$BUILD_DIR/bench/rmaop-bench"
 [ -x "$roofline" ] && [ -x "$bench" ] || rmaop_die "$roofline or $bench was not built (run scripts/test.sh first)"
 [[ "$ROUNDS" =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 64 ] || rmaop_die "ROUNDS=$ROUNDS: expected 1..64"
 [[ "$AGAIN" =~ ^[01]$ ]] || rmaop_die "AGAIN=$AGAIN: expected 0 or 1"
+[[ "$CENTER" =~ ^(median|mean)$ ]] || rmaop_die "CENTER=$CENTER: expected median or mean"
 mkdir -p "$out"
 mapfile -t mpi_flags < <(rmaop_mpiexec_flags)
 read -r -a probe_args <<<"$PROBE_ARGS"
@@ -100,7 +104,8 @@ for p in "${problems[@]}"; do
   [ "$AGAIN" = 1 ] && again_args=(--again "$again")
   echo
   echo "=== $problem (n = $n, $NITER iterations, $NP ranks, $MEMORY memory)"
-  "$roofline" check --report "$reports" --bench "$benches" "${again_args[@]}" | tee "$out/check-$problem.txt" ||
+  "$roofline" check --center "$CENTER" --report "$reports" --bench "$benches" "${again_args[@]}" |
+    tee "$out/check-$problem.txt" ||
     status=1
 done
 exit "$status"

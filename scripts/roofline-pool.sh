@@ -11,6 +11,8 @@
 #   scripts/roofline-pool.sh DIR [DIR ...]            prints the check per problem
 #   POOL_OUT=PREFIX scripts/roofline-pool.sh DIR ...  also writes PREFIX-PROBLEM.txt (not $OUT: the device
 #                                                     machine's scripts use OUT for a folder)
+#   CENTER=mean scripts/roofline-pool.sh DIR ...      pool the rounds by their mean (default: median; as
+#                                                     scripts/roofline-check.sh)
 #
 # Needs rmaop-roofline ($BUILD_DIR, default build/). Exit status: 1 on a missing or malformed folder or file (the
 # message names it), else that of the checks (0: they ran; the verdict is the printed count, as for check).
@@ -23,6 +25,9 @@ for d in "$@"; do # resolve before rmaop_setup_env moves to the repository root
   dirs+=("$(cd "$d" && pwd -P)")
 done
 out="${POOL_OUT:-}"
+CENTER="${CENTER:-median}"
+[[ "$CENTER" =~ ^(median|mean)$ ]] ||
+  { echo "$RMAOP_SCRIPT: error: CENTER=$CENTER: expected median or mean" >&2; exit 1; }
 if [ -n "$out" ]; then
   [ -d "$(dirname "$out")" ] || { echo "$RMAOP_SCRIPT: error: POOL_OUT=$out: no folder $(dirname "$out")" >&2; exit 1; }
   out="$(cd "$(dirname "$out")" && pwd -P)/$(basename "$out")"
@@ -77,10 +82,11 @@ for problem in deriv1d bdiag; do
   echo
   echo "=== $problem: $rounds rounds pooled from ${#dirs[@]} folder(s)"
   if [ -n "$out" ]; then
-    "$roofline" check --report "$reports" --bench "$benches" "${again_args[@]}" | tee "$out-$problem.txt" ||
+    "$roofline" check --center "$CENTER" --report "$reports" --bench "$benches" "${again_args[@]}" |
+      tee "$out-$problem.txt" ||
       status=1
   else
-    "$roofline" check --report "$reports" --bench "$benches" "${again_args[@]}" || status=1
+    "$roofline" check --center "$CENTER" --report "$reports" --bench "$benches" "${again_args[@]}" || status=1
   fi
 done
 [ "$found" = 1 ] || rmaop_die "no bench-deriv1d-R.json or bench-bdiag-R.json in ${dirs[*]}"

@@ -107,6 +107,8 @@ if(TARGET rmaop-bench)
        "{\"problem\": \"deriv1d\", \"memory\": \"host\", \"paths\": [{\"path\": \"twosided\", \"iterations\": 10}]}\n")
   set_tests_properties(roofline.bad.check_untraced PROPERTIES FIXTURES_REQUIRED roofline_report)
   _roof_bad_input(check_args 1 "give --report FILE" check --bench ${_roof_dir}/bench-untraced.json)
+  _roof_bad_input(check_center 1 "center middle: expected median or mean" check --report ${_roof_dir}/report.json
+                  --bench ${_roof_dir}/bench.json --center middle)
   _roof_bad_input(check_again_untraced 1 "bench-untraced.json: no path has" check --report ${_roof_dir}/report.json
                   --bench ${_roof_dir}/bench.json --again ${_roof_dir}/bench-untraced.json)
   set_tests_properties(roofline.bad.check_again_untraced PROPERTIES FIXTURES_REQUIRED "roofline_report;roofline_bench")
@@ -136,6 +138,7 @@ rm -rf ${_roof_pool_bad} && cp -r $d ${_roof_pool_bad} && cp $d/bench-bdiag-1.js
 sed 's/\"created\": *\"[^\"]*\"/\"created\": \"2000-01-01T00:00:00Z\"/' $d/bdiag-1.json >${_roof_pool_bad}/bdiag-2.json; \
 err=$(${_roof_pool} ${_roof_pool_bad} 2>&1) && exit 1; echo \"$err\" | grep -q 'bdiag-2.json rests on a profile created 2000-01-01' || exit 1; \
 err=$(${_roof_pool} ${_roof_dir}/no-such-folder 2>&1) && exit 1; echo \"$err\" | grep -q 'is not a folder' || exit 1; \
+err=$(CENTER=middle ${_roof_pool} $d 2>&1) && exit 1; echo \"$err\" | grep -q 'CENTER=middle: expected median or mean' || exit 1; \
 echo pool_script: ok")
 set_tests_properties(roofline.pool_script PROPERTIES LABELS "roofline" TIMEOUT 60
                      FIXTURES_REQUIRED roofline_check_dir RESOURCE_LOCK roofline_check_script)

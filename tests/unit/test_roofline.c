@@ -30,7 +30,9 @@ static void write_bytes(const char *file, const char *b, size_t n) {
   fclose(f);
 }
 
-static void write_text(const char *file, const char *text) { write_bytes(file, text, strlen(text)); }
+static void write_text(const char *file, const char *text) {
+  write_bytes(file, text, strlen(text));
+}
 
 static char *read_text(const char *file) {
   FILE *f = fopen(file, "rb");
@@ -1747,7 +1749,7 @@ START_TEST(mutated_files_refused_or_read) {
         free(sites);
       } else {
         const char *r = which == 2 ? bad : src[2], *b = which == 3 ? bad : src[3];
-        rc = roof_check_files(&r, 1, &b, 1, 0.25, c, err, sizeof err);
+        rc = roof_check_files(&r, 1, &b, 1, 0.25, ROOF_CENTER_MEDIAN, c, err, sizeof err);
       }
       ck_assert_msg(rc == 0 || rc == -1, "file %d, case %d: reader returned %d", which, i, rc);
       ck_assert_msg(rc == 0 || err[0] != 0, "file %d, case %d: refused without a message", which, i);
@@ -1773,7 +1775,7 @@ START_TEST(check_predictions_against_bench) {
   write_check_report(r1, 10, 6, 3);
   write_check_bench(b1, "host", 9, 4);
   const char *reports[3] = {r1, r2, r3}, *benches[3] = {b1, b2, b3};
-  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, c, err, sizeof err), 0);
+  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, ROOF_CENTER_MEDIAN, c, err, sizeof err), 0);
   ck_assert_int_eq(c->nrows, 3);
   ck_assert_str_eq(c->rows[0].path, "rma.lock.shm");
   ck_assert_double_eq_tol(c->rows[0].predicted, 10e-6, 1e-15);
@@ -1798,7 +1800,7 @@ START_TEST(check_predictions_against_bench) {
   write_check_bench(b2, "host", 30, 5);
   write_check_report(r3, 12, 5, 3);
   write_check_bench(b3, "host", 11, 5);
-  ck_assert_int_eq(roof_check_files(reports, 3, benches, 3, 0.25, c, err, sizeof err), 0);
+  ck_assert_int_eq(roof_check_files(reports, 3, benches, 3, 0.25, ROOF_CENTER_MEDIAN, c, err, sizeof err), 0);
   ck_assert_double_eq_tol(c->rows[0].predicted, 12e-6, 1e-15);
   ck_assert_double_eq_tol(c->rows[0].measured, 11e-6, 1e-15);
   ck_assert_int_eq(c->rows[0].within, 1);
@@ -1818,26 +1820,26 @@ START_TEST(check_predictions_against_bench) {
                  "{\"rma.lock.ipc.device\": 2e-5}}]}");
   write_text(b1, "{\"memory\": \"device\", \"paths\": [{\"path\": \"rma.lock.ipc\", "
                  "\"synchronized_comm_per_iter_seconds\": 2e-5}]}");
-  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, c, err, sizeof err), 0);
+  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, ROOF_CENTER_MEDIAN, c, err, sizeof err), 0);
   ck_assert_str_eq(c->rows[0].path, "rma.lock.ipc.device");
   ck_assert_int_eq(c->nwithin, 1);
   /* bad input names the file and the problem */
   write_text(b1, "{\"paths\": [{\"path\": \"twosided\", \"iterations\": 20}]}");
-  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, c, err, sizeof err), -1);
+  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, ROOF_CENTER_MEDIAN, c, err, sizeof err), -1);
   ck_assert_ptr_nonnull(strstr(err, "--trace-sync"));
   ck_assert_ptr_nonnull(strstr(err, b1));
   write_text(b1, "{\"runs\": []}");
-  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, c, err, sizeof err), -1);
+  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, ROOF_CENTER_MEDIAN, c, err, sizeof err), -1);
   ck_assert_ptr_nonnull(strstr(err, "not an rmaop-bench --json file"));
   write_check_bench(b1, "host", 9, 4);
   write_text(r1, "{\"paths\": []}");
-  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, c, err, sizeof err), -1);
+  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, ROOF_CENTER_MEDIAN, c, err, sizeof err), -1);
   ck_assert_ptr_nonnull(strstr(err, "not a report of rmaop-roofline run"));
   write_text(r1, "{\"runs\": [");
-  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, c, err, sizeof err), -1);
+  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, ROOF_CENTER_MEDIAN, c, err, sizeof err), -1);
   ck_assert_ptr_nonnull(strstr(err, "is not valid JSON"));
-  ck_assert_int_eq(roof_check_files(reports, 0, benches, 1, 0.25, c, err, sizeof err), -1);
-  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0, c, err, sizeof err), -1);
+  ck_assert_int_eq(roof_check_files(reports, 0, benches, 1, 0.25, ROOF_CENTER_MEDIAN, c, err, sizeof err), -1);
+  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0, ROOF_CENTER_MEDIAN, c, err, sizeof err), -1);
   ck_assert_ptr_nonnull(strstr(err, "tolerance"));
   free(c);
 }
@@ -1861,13 +1863,14 @@ START_TEST(check_many_rounds_and_again) {
   char err[ROOF_ERR_MAX];
   roof_check *c = malloc(sizeof *c);
   ck_assert_ptr_nonnull(c);
-  ck_assert_int_eq(roof_check_files(reports, R, benches, R, 0.25, c, err, sizeof err), 0);
+  ck_assert_int_eq(roof_check_files(reports, R, benches, R, 0.25, ROOF_CENTER_MEDIAN, c, err, sizeof err), 0);
   ck_assert_double_eq_tol(c->rows[0].measured, 30e-6, 1e-15);
   ck_assert_int_eq(c->rows[0].within, 1);   /* 28 against 30 */
   ck_assert_int_eq(c->round_within[40], 2); /* lock 28 against 30, twosided 6 against 5 */
   ck_assert_int_eq(c->round_within[0], 1);  /* lock 28 against 9: outside */
   benches[R] = benches[0];
-  ck_assert_int_eq(roof_check_files(reports, R, benches, R + ROOF_CHECK_MAX_FILES - R + 1, 0.25, c, err, sizeof err),
+  ck_assert_int_eq(roof_check_files(reports, R, benches, R + ROOF_CHECK_MAX_FILES - R + 1, 0.25, ROOF_CENTER_MEDIAN, c,
+                                    err, sizeof err),
                    -1);
   ck_assert_ptr_nonnull(strstr(err, "give 1..64"));
   /* measured again: lock 24, 40, 38 -> 38 (+27 %: outside), twosided 5.5, 6, 4 -> 5.5 (+10 %: within); a path
@@ -1878,7 +1881,7 @@ START_TEST(check_many_rounds_and_again) {
     write_check_bench(names[2][k], "host", lock[k], two[k]);
     again[k] = names[2][k];
   }
-  ck_assert_int_eq(roof_check_files(reports, R, benches, R, 0.25, c, err, sizeof err), 0);
+  ck_assert_int_eq(roof_check_files(reports, R, benches, R, 0.25, ROOF_CENTER_MEDIAN, c, err, sizeof err), 0);
   ck_assert_int_eq(roof_check_again(c, again, 3, err, sizeof err), 0);
   ck_assert_int_eq(c->nagain, 3);
   ck_assert_double_eq_tol(c->rows[0].again, 38e-6, 1e-15);
@@ -1924,7 +1927,7 @@ START_TEST(check_interval_over_rounds) {
   char err[ROOF_ERR_MAX];
   roof_check *c = malloc(sizeof *c);
   ck_assert_ptr_nonnull(c);
-  ck_assert_int_eq(roof_check_files(reports, R, benches, R, 0.25, c, err, sizeof err), 0);
+  ck_assert_int_eq(roof_check_files(reports, R, benches, R, 0.25, ROOF_CENTER_MEDIAN, c, err, sizeof err), 0);
   ck_assert_int_eq(c->rows[0].has_interval, 1); /* every round 10 against 9: the interval is the point */
   ck_assert_double_eq_tol(c->rows[0].lo, 10.0 / 9 - 1, 1e-12);
   ck_assert_double_eq_tol(c->rows[0].hi, 10.0 / 9 - 1, 1e-12);
@@ -1937,7 +1940,7 @@ START_TEST(check_interval_over_rounds) {
    * to 11 (-9 %): the interval crosses the bound */
   for (int k = 0; k < R; ++k)
     write_check_bench(benches[k], "host", k % 2 ? 11 : 7, 5);
-  ck_assert_int_eq(roof_check_files(reports, R, benches, R, 0.25, c, err, sizeof err), 0);
+  ck_assert_int_eq(roof_check_files(reports, R, benches, R, 0.25, ROOF_CENTER_MEDIAN, c, err, sizeof err), 0);
   ck_assert_int_eq(c->rows[0].within, 1);
   ck_assert_double_eq_tol(c->rows[0].error, 10.0 / 9 - 1, 1e-12);
   ck_assert(c->rows[0].lo < 0 && c->rows[0].lo >= 10.0 / 11 - 1 - 1e-12);
@@ -1951,20 +1954,105 @@ START_TEST(check_interval_over_rounds) {
   ck_assert_ptr_nonnull(strstr(txt, want));
   ck_assert_ptr_nonnull(strstr(txt, "0 of 2 paths wholly within 25 %, 1 wholly outside, 1 across the bound"));
   free(txt);
-  ck_assert_int_eq(roof_check_files(reports, R, benches, R, 0.25, c, err, sizeof err), 0); /* same files */
+  ck_assert_int_eq(roof_check_files(reports, R, benches, R, 0.25, ROOF_CENTER_MEDIAN, c, err, sizeof err),
+                   0); /* same files */
   ck_assert_double_eq(c->rows[0].lo, lo);
   ck_assert_double_eq(c->rows[0].hi, hi);
   /* not paired (6 reports, 12 bench files): each side resampled on its own */
-  ck_assert_int_eq(roof_check_files(reports, 6, benches, R, 0.25, c, err, sizeof err), 0);
+  ck_assert_int_eq(roof_check_files(reports, 6, benches, R, 0.25, ROOF_CENTER_MEDIAN, c, err, sizeof err), 0);
   ck_assert_int_eq(c->rows[0].has_interval, 1);
   ck_assert(c->rows[0].lo < 0.25 && c->rows[0].hi > 0.25);
   /* four rounds: too few for an interval, and the table says nothing of one */
-  ck_assert_int_eq(roof_check_files(reports, 4, benches, 4, 0.25, c, err, sizeof err), 0);
+  ck_assert_int_eq(roof_check_files(reports, 4, benches, 4, 0.25, ROOF_CENTER_MEDIAN, c, err, sizeof err), 0);
   ck_assert_int_eq(c->ninterval, 0);
   ck_assert_int_eq(c->rows[0].has_interval, 0);
   txt = check_text(c, "check-ci4.txt");
   ck_assert_ptr_null(strstr(txt, "interval"));
   free(txt);
+  free(c);
+}
+END_TEST
+
+/* --center: a two-state machine. Six rounds whose lock predictions read 10 or 14 us and whose measurements read
+ * 10 or 14 us, the slow state drawn by 4 of 6 probes and 2 of 6 benches: the medians fall on opposite states
+ * (14 against 10: +40 %, outside) while the means, 12.67 against 11.33 (+12 %), weigh the states by their
+ * shares. Either center prints the other's count. */
+START_TEST(check_center_mean) {
+  enum { R = 6 };
+  const double pred[R] = {10, 14, 14, 14, 14, 10}, meas[R] = {10, 10, 14, 10, 14, 10},
+               again[R] = {14, 14, 14, 10, 10, 14};
+  static char names[3][R][1024];
+  const char *reports[R], *benches[R], *agains[R];
+  for (int k = 0; k < R; ++k) {
+    snprintf(names[0][k], sizeof names[0][k], "%s/test_roofline_center-r%d.json", dir, k);
+    snprintf(names[1][k], sizeof names[1][k], "%s/test_roofline_center-b%d.json", dir, k);
+    snprintf(names[2][k], sizeof names[2][k], "%s/test_roofline_center-a%d.json", dir, k);
+    reports[k] = names[0][k], benches[k] = names[1][k], agains[k] = names[2][k];
+    write_check_report(reports[k], pred[k], 5, 3); /* twosided 5 against 5 in every round */
+    write_check_bench(benches[k], "host", meas[k], 5);
+    write_check_bench(agains[k], "host", again[k], 5);
+  }
+  char err[ROOF_ERR_MAX];
+  roof_check *c = malloc(sizeof *c);
+  ck_assert_ptr_nonnull(c);
+  const double mean_p = 76.0 / 6, mean_m = 68.0 / 6, mean_a = 76.0 / 6;
+  ck_assert_int_eq(roof_check_files(reports, R, benches, R, 0.25, ROOF_CENTER_MEDIAN, c, err, sizeof err), 0);
+  ck_assert_double_eq_tol(c->rows[0].predicted, 14e-6, 1e-15);
+  ck_assert_double_eq_tol(c->rows[0].measured, 10e-6, 1e-15);
+  ck_assert_int_eq(c->rows[0].within, 0);
+  ck_assert_double_eq_tol(c->rows[0].error_other, mean_p / mean_m - 1, 1e-12);
+  ck_assert_int_eq(c->rows[0].within_other, 1);
+  ck_assert_int_eq(c->nwithin, 1);
+  ck_assert_int_eq(c->nwithin_other, 2);
+  char *txt = check_text(c, "check-center-median.txt");
+  ck_assert_ptr_nonnull(strstr(txt, "; medians over 6 report(s) and 6 bench file(s)"));
+  ck_assert_ptr_nonnull(
+      strstr(txt, "by the means over the files instead (--center mean): +12% +0%; 2 of 2 paths within 25 %\n"));
+  ck_assert_ptr_nonnull(strstr(txt, "check: 1 of 2 paths within 25 % (medians over the files)\n"));
+  free(txt);
+  ck_assert_int_eq(roof_check_files(reports, R, benches, R, 0.25, ROOF_CENTER_MEAN, c, err, sizeof err), 0);
+  ck_assert_int_eq(c->center, ROOF_CENTER_MEAN);
+  ck_assert_double_eq_tol(c->rows[0].predicted, mean_p * 1e-6, 1e-15);
+  ck_assert_double_eq_tol(c->rows[0].measured, mean_m * 1e-6, 1e-15);
+  ck_assert_double_eq_tol(c->rows[0].error, mean_p / mean_m - 1, 1e-12);
+  ck_assert_int_eq(c->rows[0].within, 1);
+  ck_assert_double_eq_tol(c->rows[0].error_other, 14.0 / 10 - 1, 1e-12);
+  ck_assert_int_eq(c->rows[0].within_other, 0);
+  ck_assert_int_eq(c->nwithin, 2);
+  ck_assert_int_eq(c->nwithin_other, 1);
+  /* the interval resamples means too: it holds the point, and rounds of 10 and 14 on both sides bound it */
+  ck_assert_int_eq(c->rows[0].has_interval, 1);
+  ck_assert(c->rows[0].lo <= c->rows[0].error && c->rows[0].error <= c->rows[0].hi);
+  ck_assert(c->rows[0].lo >= 10.0 / 14 - 1 - 1e-12 && c->rows[0].hi <= 14.0 / 10 - 1 + 1e-12);
+  /* --again pools by the same center: mean 12.67 against 11.33 */
+  ck_assert_int_eq(roof_check_again(c, agains, R, err, sizeof err), 0);
+  ck_assert_double_eq_tol(c->rows[0].again, mean_a * 1e-6, 1e-15);
+  ck_assert_double_eq_tol(c->rows[0].gap, mean_a / mean_m - 1, 1e-12);
+  txt = check_text(c, "check-center-mean.txt");
+  ck_assert_ptr_nonnull(strstr(txt, "; means over 6 report(s) and 6 bench file(s)"));
+  ck_assert_ptr_nonnull(strstr(txt, "measured again: means over 6 more bench file(s)"));
+  ck_assert_ptr_nonnull(
+      strstr(txt, "by the medians over the files instead (--center median): +40% +0%; 1 of 2 paths within 25 %\n"));
+  ck_assert_ptr_nonnull(strstr(txt, "check: 2 of 2 paths within 25 % (means over the files)\n"));
+  free(txt);
+  /* one file: both centers are the file's value, and the table names neither */
+  ck_assert_int_eq(roof_check_files(reports, 1, benches, 1, 0.25, ROOF_CENTER_MEAN, c, err, sizeof err), 0);
+  ck_assert_double_eq_tol(c->rows[0].error, 0.0, 1e-12);
+  txt = check_text(c, "check-center-one.txt");
+  ck_assert_ptr_null(strstr(txt, "over the files"));
+  ck_assert_ptr_nonnull(strstr(txt, "check: 2 of 2 paths within 25 %\n"));
+  free(txt);
+  /* a center that is neither: refused, named */
+  ck_assert_int_eq(roof_check_files(reports, R, benches, R, 0.25, (roof_center)7, c, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "center 7"));
+  roof_center z = ROOF_CENTER_MEDIAN;
+  ck_assert_int_eq(roof_center_parse("mean", &z), 0);
+  ck_assert_int_eq(z, ROOF_CENTER_MEAN);
+  ck_assert_int_eq(roof_center_parse("median", &z), 0);
+  ck_assert_int_eq(z, ROOF_CENTER_MEDIAN);
+  ck_assert_int_eq(roof_center_parse("Mean", &z), -1);
+  ck_assert_int_eq(roof_center_parse("", &z), -1);
+  ck_assert_int_eq(roof_center_parse(NULL, &z), -1);
   free(c);
 }
 END_TEST
@@ -2013,6 +2101,7 @@ static Suite *suite(void) {
   tcase_add_test(files, check_predictions_against_bench);
   tcase_add_test(files, check_many_rounds_and_again);
   tcase_add_test(files, check_interval_over_rounds);
+  tcase_add_test(files, check_center_mean);
   tcase_add_test(files, mutated_files_refused_or_read);
   suite_add_tcase(s, files);
   return s;
