@@ -25,9 +25,6 @@ for d in "$@"; do # resolve before rmaop_setup_env moves to the repository root
   dirs+=("$(cd "$d" && pwd -P)")
 done
 out="${POOL_OUT:-}"
-CENTER="${CENTER:-median}"
-[[ "$CENTER" =~ ^(median|mean)$ ]] ||
-  { echo "$RMAOP_SCRIPT: error: CENTER=$CENTER: expected median or mean" >&2; exit 1; }
 if [ -n "$out" ]; then
   [ -d "$(dirname "$out")" ] || { echo "$RMAOP_SCRIPT: error: POOL_OUT=$out: no folder $(dirname "$out")" >&2; exit 1; }
   out="$(cd "$(dirname "$out")" && pwd -P)/$(basename "$out")"
@@ -36,6 +33,8 @@ fi
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 rmaop_setup_env
 [ ${#dirs[@]} -ge 1 ] || rmaop_die "usage: scripts/roofline-pool.sh DIR [DIR ...] (scripts/roofline-check.sh folders)"
+CENTER="${CENTER:-median}"
+[[ "$CENTER" =~ ^(median|mean)$ ]] || rmaop_die "CENTER=$CENTER: expected median or mean"
 roofline="$BUILD_DIR/roofline/rmaop-roofline"
 [ -x "$roofline" ] || rmaop_die "$roofline was not built (run scripts/test.sh first)"
 [ "$(printf '%s\n' "${dirs[@]}" | sort | uniq -d)" = "" ] || rmaop_die "a folder is named twice: its rounds would count twice"
@@ -81,13 +80,9 @@ for problem in deriv1d bdiag; do
   fi
   echo
   echo "=== $problem: $rounds rounds pooled from ${#dirs[@]} folder(s)"
-  if [ -n "$out" ]; then
-    "$roofline" check --center "$CENTER" --report "$reports" --bench "$benches" "${again_args[@]}" |
-      tee "$out-$problem.txt" ||
-      status=1
-  else
-    "$roofline" check --center "$CENTER" --report "$reports" --bench "$benches" "${again_args[@]}" || status=1
-  fi
+  # tee with no file (POOL_OUT unset) only passes the table on
+  "$roofline" check --center "$CENTER" --report "$reports" --bench "$benches" "${again_args[@]}" |
+    tee ${out:+"$out-$problem.txt"} || status=1
 done
 [ "$found" = 1 ] || rmaop_die "no bench-deriv1d-R.json or bench-bdiag-R.json in ${dirs[*]}"
 exit "$status"
