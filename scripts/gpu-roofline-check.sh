@@ -56,10 +56,11 @@ if [ "$SYSMPI" = 1 ] || [ "$HOST_ROUNDS" -gt 0 ]; then
   stamp "build (system MPI)"
   build build-roof || exit 1
 fi
+# what both device parts share
+device=(ROUNDS="$ROUNDS" REPEAT="$DEVICE_REPEAT" MEMORY=device BDIAG_N=4096 OMPI_MCA_hwloc_base_binding_policy=none)
 if [ "$SYSMPI" = 1 ]; then
   stamp "device memory, system MPI: rma ipc, twosided staged, nccl"
-  check device-sysmpi build-roof ROUNDS="$ROUNDS" REPEAT="$DEVICE_REPEAT" MEMORY=device BDIAG_N=4096 BACKENDS=rma,twosided,nccl \
-    TRANSPORTS=ipc OMPI_MCA_hwloc_base_binding_policy=none
+  check device-sysmpi build-roof "${device[@]}" BACKENDS=rma,twosided,nccl TRANSPORTS=ipc
 fi
 source scripts/cuda-mpi-env.sh
 if [ "$CUDAMPI" != 1 ]; then
@@ -70,8 +71,7 @@ elif [ -f "$RMAOP_CUDA_MPI_TARBALL" ]; then
     rmaop_cuda_mpi_env || exit 1
     build build-roof-cudampi || exit 1
     stamp "device memory, CUDA-aware MPI: rma mpi, twosided on device pointers"
-    check device-cudampi build-roof-cudampi ROUNDS="$ROUNDS" REPEAT="$DEVICE_REPEAT" MEMORY=device BDIAG_N=4096 BACKENDS=rma,twosided \
-      TRANSPORTS=mpi OMPI_MCA_hwloc_base_binding_policy=none
+    check device-cudampi build-roof-cudampi "${device[@]}" BACKENDS=rma,twosided TRANSPORTS=mpi
   )
 else
   stamp "no $RMAOP_CUDA_MPI_TARBALL: the CUDA-aware part is skipped"
