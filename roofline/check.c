@@ -156,6 +156,13 @@ out:
   return rc;
 }
 
+/* The gap t / ref - 1 where `compared` (else 0), and whether it is within the tolerance: the model's error, the
+ * other center's, the run's and the again measurement's gap are all this. */
+static int gap_within(int compared, double t, double ref, double tol, double *gap) {
+  *gap = compared ? t / ref - 1.0 : 0.0;
+  return compared && fabs(*gap) <= tol;
+}
+
 /* Round k's own error (report k against bench k), when both have the path. */
 static int round_error(const roof_check_row *r, int k, double *e) {
   const uint64_t bit = UINT64_C(1) << k;
@@ -297,20 +304,17 @@ int roof_check_files(const char *const *reports, int nreports, const char *const
     r->predicted_warm = masked_center(r->predicted_warm_k, r->has_predicted, nreports, center, &np);
     r->measured = masked_center(r->measured_k, r->has_measured, nbenches, center, &nm);
     r->compared = np > 0 && nm > 0 && r->measured > 0;
-    r->error = r->compared ? r->predicted / r->measured - 1.0 : 0.0;
-    r->within = r->compared && fabs(r->error) <= tol;
+    r->within = gap_within(r->compared, r->predicted, r->measured, tol, &r->error);
     c->ncompared += r->compared;
     c->nwithin += r->within;
     const roof_center other = center == ROOF_CENTER_MEDIAN ? ROOF_CENTER_MEAN : ROOF_CENTER_MEDIAN;
     const double po = masked_center(r->predicted_k, r->has_predicted, nreports, other, &np);
     const double mo = masked_center(r->measured_k, r->has_measured, nbenches, other, &nm);
-    r->error_other = r->compared && mo > 0 ? po / mo - 1.0 : 0.0;
-    r->within_other = r->compared && mo > 0 && fabs(r->error_other) <= tol;
+    r->within_other = gap_within(r->compared && mo > 0, po, mo, tol, &r->error_other);
     c->nwithin_other += r->within_other;
     r->run = masked_center(r->run_k, r->has_run, nreports, center, &np);
     r->run_compared = np > 0 && r->measured > 0;
-    r->run_gap = r->run_compared ? r->run / r->measured - 1.0 : 0.0;
-    r->run_within = r->run_compared && fabs(r->run_gap) <= tol;
+    r->run_within = gap_within(r->run_compared, r->run, r->measured, tol, &r->run_gap);
     c->run_compared += r->run_compared;
     c->run_within += r->run_within;
     interval(c, r);
@@ -344,8 +348,7 @@ int roof_check_again(roof_check *c, const char *const *benches, int nbenches, ch
     int n;
     r->again = masked_center(r->again_k, r->has_again, nbenches, c->center, &n);
     r->again_compared = n > 0 && r->measured > 0;
-    r->gap = r->again_compared ? r->again / r->measured - 1.0 : 0.0;
-    r->again_within = r->again_compared && fabs(r->gap) <= c->tolerance;
+    r->again_within = gap_within(r->again_compared, r->again, r->measured, c->tolerance, &r->gap);
     c->again_compared += r->again_compared;
     c->again_within += r->again_within;
   }
