@@ -1,4 +1,4 @@
-/* Strict numeric options for the bench programs (session 32): the whole string must be an integer in [lo, hi], so
+/* Strict numeric options for the bench programs: the whole string must be an integer in [lo, hi], so
  * "1e6" or "10x" are refused with the option named instead of being read as 1 or 10 (atoi's way). */
 #ifndef RMAOP_BENCH_ARGS_H
 #define RMAOP_BENCH_ARGS_H

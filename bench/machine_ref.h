@@ -1,13 +1,12 @@
 /* The machine's speed right now, for rmaop-bench (before each --trace-sync repeat): two fixed pieces of CPU work
  * timed on every rank at once, the slowest rank's seconds. [0] a chain of dependent multiply-adds (the core's
  * clock and its share of the core); [1] dependent loads chasing one random cycle through 8 MiB (the caches and
- * memory behind them). On 2 x H200 (session 34) the messaging of every device path moved with [1] over the
+ * memory behind them). On 2 x H200 the messaging of every device path moved with [1] over the
  * repeats of one launch (rank correlation +0.48 to +0.74 over 300 repeats; the CUDA-aware paths 1.2-1.3x slower
  * where the chase ran 1.15-1.6x longer), not with [0]. What [1] reads depends on what ran before it (how much of
  * the 8 MiB is still cached): compare it only between calls made in the same way, as the bench's repeats are.
- * Session 34 also timed it in the probe, 5 times in a row at the end of each path, and read 0.47-3.8x the
- * bench's: a different context, not a different machine; that comparison was withdrawn. Collective over
- * MPI_COMM_WORLD. */
+ * Timed in the probe instead, 5 times in a row at the end of each path, it read 0.47-3.8x the bench's: a
+ * different context, not a different machine, so the probe does not time it. Collective over MPI_COMM_WORLD. */
 #ifndef RMAOP_MACHINE_REF_H
 #define RMAOP_MACHINE_REF_H
 

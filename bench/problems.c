@@ -1,4 +1,4 @@
-/* Bench problems (issue text): float64, x_true by global index, b = A x_true. */
+/* Bench problems: float64, x_true by global index, b = A x_true. */
 #include "problems.h"
 
 #include <math.h>

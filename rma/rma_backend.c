@@ -331,8 +331,8 @@ static rmaop_status grow(rmaop_ctx ctx, rma_ctx *s, int64_t count) {
    * node's shared memory when every rank is on one node, whatever the context's transport: there
    * RMAOP_RMA_TRANSPORT says how GPU memory moves (ipc, or a CUDA-aware MPI), and the table is host memory.
    * Over the CUDA-aware Open MPI 5 + UCX on 4 H200s the mpi transport's table took 55 us per reduction in lock
-   * mode and 20 in fence and pscw, where NCCL's allreduce took 20 and the shm table 0.8 on 4 H100s (rmaop-reduce-bench,
-   * docs/scaling-runs/). A host context keeps the transport it names, so rma.*.mpi on host memory still measures
+   * mode and 20 in fence and pscw, where NCCL's allreduce took 20 and the shm table 0.8 on 4 H100s
+   * (rmaop-reduce-bench). A host context keeps the transport it names, so rma.*.mpi on host memory still measures
    * MPI's RMA for everything. */
   const int flags = ctx->memory == RMAOP_MEMORY_DEVICE ? RMA_WIN_NODE_SHM : 0;
   RMAOP_CHECK(rma__win_make(ctx, 1, NULL, 2 * (size_t)ctx->size * (size_t)cap * sizeof(double), flags, &s->win, &base));

@@ -3,7 +3,7 @@
 # library, the tools and the examples, and runs the halo example at 2 ranks. The main build finds the CUDA
 # toolkit wherever one is installed (CI has one, without a GPU), so without this check nothing would build
 # the "#else" halves of the CUDA code: a missing CPU-only definition would surface only on a user's machine
-# without CUDA (session 17 found one: rma__ipc_graph_ok, an undefined reference in the link).
+# without CUDA (rma__ipc_graph_ok once was one: an undefined reference in the link).
 #
 #   scripts/check-nocuda.sh [WORK_DIR]       (default: a temporary folder, removed afterwards)
 #

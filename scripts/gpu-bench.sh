@@ -3,7 +3,7 @@
 # rmaop-bench (CGLS on both ipc paths; pipelined CG vs CG) and rmaop-matmul-bench (SUMMA vs block rows), side by side.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-OUT="${OUT:-$PWD/gpu-out}"
+OUT="${OUT:-$PWD/build-gpu-out}"
 B="${BUILD:-build-gpu}/bench"
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
@@ -23,10 +23,10 @@ run() { echo "+ $*"; "$@"; }
     --sync lock --transport ipc --repeat 5 --json "$OUT/bench-lap2d.json"
   run $MPI "$B/rmaop-bench" --memory device --problem bdiag --n 8192 --niter 50 --backends rma,twosided,nccl \
     --sync lock --transport ipc --repeat 5 --json "$OUT/bench-bdiag.json"
-  # issue 7: pipelined CG against CG on the latency-bound SPD problem, every device path
+  # pipelined CG against CG on the latency-bound SPD problem, every device path
   run $MPI "$B/rmaop-bench" --memory device --problem derivspd --n 65536 --niter 50 --backends rma,twosided,nccl \
     --sync lock,pscw,fence --transport ipc --solver cg,pipecg --repeat 7 --json "$OUT/bench-pipecg.json"
-  # issue 7: SUMMA against block rows, N = 4096 and 16384, per backend (communication share printed)
+  # SUMMA against block rows, N = 4096 and 16384, per backend (communication share printed)
   for backend in rma twosided nccl; do
     for n in 4096 16384; do
       run env RMAOP_BACKEND=$backend RMAOP_RMA_SYNC=lock RMAOP_RMA_TRANSPORT=ipc $MPI "$B/rmaop-matmul-bench" \

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Build and run the gpu-labelled tests on a GPU machine (the lent device machine: Check unpacked from the
-# carried Debian packages in .device-cache/). Writes logs under $OUT (or ./gpu-out).
+# carried Debian packages in .device-cache/). Writes logs under $OUT (or ./build-gpu-out).
 #   scripts/gpu-check.sh [ctest args...]          system MPI (not CUDA-aware: the staging paths)
 #   CUDA_MPI=1 scripts/gpu-check.sh [ctest args]  the CUDA-aware Open MPI 5 + UCX from .device-cache
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-OUT="${OUT:-$PWD/gpu-out}"
+OUT="${OUT:-$PWD/build-gpu-out}"
 mkdir -p "$OUT"
 if [ -d .device-cache ]; then
   for f in .device-cache/*.deb; do dpkg -x "$f" / 2>/dev/null; done

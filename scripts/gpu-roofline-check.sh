@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6's 25 % check on a 2-GPU machine (the lent device machine), in one call:
+# The roofline model's 25 % prediction check on a 2-GPU machine (the lent device machine), in one call:
 #   1. device memory over the system Open MPI (not CUDA-aware): rma ipc fence/pscw/lock, twosided staged
 #      through the host, nccl;
 #   2. device memory over the CUDA-aware Open MPI 5 + UCX (.device-cache, ../shared/cuda-mpi/README.md):
@@ -9,13 +9,12 @@
 # rounds); bdiag runs at n = 4096 on device memory (1024 on the host), deriv1d at 2^20.
 # On device memory every bench times DEVICE_REPEAT (default 100) repeats per path, interleaved over the paths, so
 # its synchronized repeats span ~2-3 s of the launch (5 spanned ~0.1-0.2 s): the machine's memory-latency phases
-# last 1-5 s (docs/roofline-runs/2026-11-27-session34.md), and a 5-repeat bench read one of them, a draw of a
-# two-valued state 1.2-1.3x apart on the CUDA-aware paths. 100 repeats average whatever phases their seconds hold,
-# but many launches still read one speed throughout (docs/roofline-runs/2026-11-27-session35.md): a check needs
-# rounds, and scripts/roofline-pool.sh pools the rounds of several calls.
+# last 1-5 s on 2 x H200, and a 5-repeat bench read one of them, a draw of a two-valued state 1.2-1.3x apart on
+# the CUDA-aware paths. 100 repeats average whatever phases their seconds hold, but many launches still read one
+# speed throughout: a check needs rounds, and scripts/roofline-pool.sh pools the rounds of several calls.
 #   ROUNDS=4 HOST_ROUNDS=5 OUT=$OUT scripts/gpu-roofline-check.sh
 #   SYSMPI=0 leaves part 1 out (a call's device time spent on the CUDA-aware part alone), CUDAMPI=0 part 2;
-#   DEVICE_REPEAT=5 gives the device benches their length before session 35; CENTER=mean pools each check's
+#   DEVICE_REPEAT=5 gives the device benches the short 5-repeat length; CENTER=mean pools each check's
 #   rounds by their mean (scripts/roofline-check.sh).
 # GPU processes are not bound to cores (OMPI_MCA_hwloc_base_binding_policy=none, as scripts/gpu-check.sh binds none).
 # Builds rmaop-roofline and rmaop-bench only (no tests: Check is not needed). Writes $OUT/check-*/ and prints
@@ -27,7 +26,7 @@ HOST_ROUNDS="${HOST_ROUNDS:-5}"
 SYSMPI="${SYSMPI:-1}"
 CUDAMPI="${CUDAMPI:-1}"
 DEVICE_REPEAT="${DEVICE_REPEAT:-100}"
-OUT="${OUT:-$PWD/gpu-out}"
+OUT="${OUT:-$PWD/build-gpu-out}"
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 t0=$(date +%s)

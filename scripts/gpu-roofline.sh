@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6's acceptance figures on a 2-GPU machine (after scripts/gpu-check.sh built $BUILD):
+# The roofline model's acceptance figures on a 2-GPU machine (after scripts/gpu-check.sh built $BUILD):
 #  - rmaop-roofline probe of every device path (and of the host, on the same machine's CPUs),
 #  - rmaop-roofline run of CGLS on deriv1d (n = 2^20) and bdiag (n = 4096) on every profiled path: the
 #    model's per-iteration prediction next to the synchronized measurement of the same solve.
@@ -7,11 +7,11 @@
 #                                             staged through the host, nccl
 #   CUDA_MPI=1 BUILD=build-gpu-cudampi TAG=cudampi scripts/gpu-roofline.sh
 #                                             the CUDA-aware Open MPI: rma mpi and twosided on device pointers
-# Results go to $OUT (default ./gpu-out/roofline-$TAG).
+# Results go to $OUT (default ./build-gpu-out/roofline-$TAG).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 TAG="${TAG:-sysmpi}"
-OUT="${OUT:-$PWD/gpu-out}/roofline-$TAG"
+OUT="${OUT:-$PWD/build-gpu-out}/roofline-$TAG"
 R="${BUILD:-build-gpu}/roofline/rmaop-roofline"
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 8 on one host with G >= 2 GPUs (kinds nvidia-h200-x4 / -x8), one rank per GPU, device memory, in one call:
+# The multi-GPU scaling runs on one host with G >= 2 GPUs (kinds nvidia-h200-x4 / -x8), one rank per GPU, device
+# memory, in one call:
 #   1. build (scripts/gpu-check.sh: the library, tools and tests) and the gpu tests at 3 and 4 ranks (label gpu4)
 #      when G >= 4 (TESTS=0: not);
 #   2. rmaop-roofline probe of every device path at P = G (full probe, with its plot) and at P = 2 (--quick): the
@@ -21,7 +22,7 @@
 # what finished. Keep NCCL_NVLS_ENABLE=0 (set here).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-OUT="${OUT:-$PWD/gpu-out}"
+OUT="${OUT:-$PWD/build-gpu-out}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 if [ "${CUDA_MPI:-0}" = 1 ]; then
   TAG=cudampi BUILD=build-gpu-cudampi BACKENDS=rma,twosided TRANSPORT=mpi

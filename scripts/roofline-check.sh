@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6's acceptance check: the roofline model's per-iteration messaging of CGLS (deriv1d, bdiag) on each
+# The 25 % prediction check: the roofline model's per-iteration messaging of CGLS (deriv1d, bdiag) on each
 # path against what rmaop-bench --trace-sync measures on that path, within 25 %.
 #
 # The machine is probed and the bench run in ROUNDS rounds, interleaved in time: each round is a probe, then
@@ -12,17 +12,16 @@
 # With AGAIN=1 (the default) the bench runs a second time right after the first in every round, and the
 # check compares the two (`--again`): how well the measurement reproduces on this machine, the floor under
 # any model's agreement with it. (2-vCPU VM, CGLS bdiag n = 1024: 5 of 7 paths within 25 % of themselves
-# over 12 rounds; docs/roofline-runs/2026-11-25-session20-reproducibility.md.) The check also compares each
-# round's roofline run's own measurement of its path with the bench: the same solver a minute away, as far as
-# the probe stands from the bench (session 23).
+# over 12 rounds.) The check also compares each round's roofline run's own measurement of its path with the
+# bench: the same solver a minute away, as far as the probe stands from the bench.
 # Every bench warms up for WARMUP_MS (default 3000) before it times anything (rmaop-bench --warmup-ms): on
-# 2 x H200 every launch began slow for 1.5-9 s (session 34: the small operations 1.2-1.9x slower). It shortens
-# what a bench meets of that start; it does not remove the machine's later slow phases of 1-5 s, which follow its
-# memory latency (docs/roofline-runs/2026-11-27-session34.md).
-# With 5 rounds or more, the check prints each path's error with a 90 % interval from resampling the rounds
-# (session 25): on the 2-vCPU VM 36 rounds leave it +-10-30 points wide, as wide as the tolerance.
+# 2 x H200 every launch began slow for 1.5-9 s (the small operations 1.2-1.9x slower). It shortens what a bench
+# meets of that start; it does not remove the machine's later slow phases of 1-5 s, which follow its memory
+# latency.
+# With 5 rounds or more, the check prints each path's error with a 90 % interval from resampling the rounds:
+# on the 2-vCPU VM 36 rounds leave it +-10-30 points wide, as wide as the tolerance.
 # CENTER=median (default) or mean: how `check` pools the rounds (rmaop-roofline check --center; the mean for a
-# machine whose speed has two states, docs/roofline-runs/2026-11-27-session36.md); it prints the other's count too.
+# machine whose speed has two states, as 2 x H200's did); it prints the other's count too.
 #
 #   scripts/roofline-check.sh [OUT_DIR]          (default: $BUILD_DIR/roofline-check)
 #   ROUNDS=5 PROBE_ARGS="--quick" NP=2 MEMORY=host AGAIN=1 scripts/roofline-check.sh

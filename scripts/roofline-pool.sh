@@ -4,9 +4,8 @@
 # none left out, compared by `rmaop-roofline check` as if one check had run them all.
 #
 # Why: a CUDA-aware round on 2 x H200 costs ~60 s of device time and a device call may run 10 minutes, so a
-# check of 16 rounds is two calls of 8 (docs/roofline-runs/2026-11-27-session35.md: with 6 or 7 rounds the 90 %
-# intervals still crossed the bound). Pool whole folders, decided before they run: choosing rounds after seeing
-# them is not a check.
+# check of 16 rounds is two calls of 8 (with 6 or 7 rounds the 90 % intervals still crossed the bound). Pool
+# whole folders, decided before they run: choosing rounds after seeing them is not a check.
 #
 #   scripts/roofline-pool.sh DIR [DIR ...]            prints the check per problem
 #   POOL_OUT=PREFIX scripts/roofline-pool.sh DIR ...  also writes PREFIX-PROBLEM.txt (not $OUT: the device

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tables of issue 8's scaling runs (scripts/gpu-scaling.sh), from the files it wrote in one directory.
+"""Tables of the multi-GPU scaling runs (scripts/gpu-scaling.sh), from the files it wrote in one directory.
 
     python3 scripts/scaling-tables.py DIR
 

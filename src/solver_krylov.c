@@ -160,7 +160,7 @@ rmaop_status rmaop_solve_lsqr(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_
   RMAOP_CHECK_GOTO(st, st, out);
   RMAOP_CHECK_GOTO(lsqr_setup(A, y, x, o, &S, u, v, w), st, out);
   info->history[0] = S.beta;
-  /* A^H (y - A x0) = 0: x0 is the answer (PyLops stops here too; scipy calls it istop 0). */
+  /* A^H (y - A x0) = 0: x0 is the answer (PyLops stops here too; scipy's istop = 0). */
   info->reason = S.arnorm0 == 0.0 ? RMAOP_REASON_TOL : RMAOP_REASON_NITER;
   while (S.arnorm0 != 0.0 && info->iterations < o->niter) {
     double wnorm2 = 0.0;

@@ -98,7 +98,7 @@ typedef struct {
   double timeout;            /**< seconds a wait on a peer may last (rma lock mode's flag waits; MPI's own
                                   fence and PSCW block inside MPI); RMAOP_TIMEOUT; default 300 */
   const char *ipc_path;      /**< "auto" | "kernel" | "copy": how the ipc transport moves small epochs
-                                  (README, RMAOP_IPC_PATH); default "auto" (= copy today) */
+                                  (README, RMAOP_IPC_PATH); default "auto" (= copy) */
 } rmaop_ctx_options;
 
 /** Fills @p opts with "unset" (NULL strings, -1 numbers) so every field comes from the environment. */
@@ -681,7 +681,7 @@ typedef enum {
   RMAOP_REASON_NITER = 0,    /**< ran niter iterations */
   RMAOP_REASON_TOL,          /**< ||r||^2 fell to tol (PyLops: kold <= tol) */
   RMAOP_REASON_BREAKDOWN,    /**< a zero denominator; x is the last finite iterate */
-  RMAOP_REASON_CONLIM        /**< LSQR: the estimate of cond(A) exceeded conlim, or 1/eps (PyLops istop 3, 6) */
+  RMAOP_REASON_CONLIM        /**< LSQR: the estimate of cond(A) exceeded conlim, or 1/eps (PyLops' istop = 3, 6) */
 } rmaop_reason;
 
 typedef struct {
@@ -728,8 +728,8 @@ rmaop_status rmaop_solve_cgls(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_
  * @param [in]  opts  niter, damp, x0, callback; atol, btol, conlim as in PyLops (0: PyLops' defaults, < 0: off).
  *                    tol is not used (PyLops' LSQR has none; it must still be >= 0).
  * @param [out] info  history[0] = ||y - A x0||, history[k] = PyLops' r1norm estimate of ||y - A x_k|| (its cost);
- *                    reason TOL for PyLops istop 1, 2, 4, 5 (and 0: A^H (y - A x0) = 0, no iteration), CONLIM for
- *                    istop 3, 6, NITER when none fired, BREAKDOWN for a zero rotation (rho or gamma = 0).
+ *                    reason TOL for PyLops' istop = 1, 2, 4, 5 (and 0: A^H (y - A x0) = 0, no iteration), CONLIM
+ *                    for istop = 3, 6, NITER when none fired, BREAKDOWN for a zero rotation (rho or gamma = 0).
  * Two fused reductions per iteration: {||u||^2, ||w||^2} and ||v||^2 (the recurrence needs beta before alfa).
  * @return RMAOP_ERR_ARG naming a bad argument (NULL, niter < 0, non-finite atol/btol/conlim, mismatched layouts
  *         or dtypes, found by the first vector operation), or a communication error; the callback's error.

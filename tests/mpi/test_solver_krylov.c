@@ -314,13 +314,13 @@ END_TEST
 START_TEST(test_lsqr_stopping) {
   st_problem p = st_make_spd(ctx, RMAOP_F64);
   st_ref ref;
-  /* atol = btol = 1e-6 on a consistent square system: istop 1 or 2 well before niter (and before the Krylov space
+  /* atol = btol = 1e-6 on a consistent square system: istop = 1 or 2 well before niter (and before the Krylov space
    * of the 10..22 unknowns is exhausted, where the residual estimates are rounding noise) -> TOL */
   run_solve(&p, RMAOP_F64, &(run_cfg){.solver = LSQR, .niter = 40, .lo = {.atol = 1e-6, .btol = 1e-6}}, &ref);
   free(ref.x);
   RT_CHECK(ref.reason == RMAOP_REASON_TOL && ref.iterations < 40, "reference: %d iterations, reason %d",
            ref.iterations, (int)ref.reason);
-  /* tests switched off: NITER; a loose btol (the compatible-system test, istop 1): TOL early */
+  /* tests switched off: NITER; a loose btol (the compatible-system test, istop = 1): TOL early */
   run_solve(&p, RMAOP_F64, &(run_cfg){.solver = LSQR, .niter = 6, .lo = {.atol = -1, .btol = -1, .conlim = -1}}, &ref);
   free(ref.x);
   RT_CHECK(ref.reason == RMAOP_REASON_NITER && ref.iterations == 6, "reference: %d iterations, reason %d",
@@ -334,7 +334,7 @@ START_TEST(test_lsqr_stopping) {
   run_solve(&p, RMAOP_F64, &(run_cfg){.solver = LSQR, .niter = 12, .lo = {.conlim = 3.0}}, &ref);
   free(ref.x);
   RT_CHECK(ref.reason == RMAOP_REASON_CONLIM, "reference: reason %d", (int)ref.reason);
-  /* loose atol with damping (the least-squares test, istop 2) */
+  /* loose atol with damping (the least-squares test, istop = 2) */
   solve(&p, RMAOP_F64, (run_cfg){.solver = LSQR, .niter = 12, .lo = {.damp = 0.5, .atol = 1e-2, .btol = -1}});
   /* y = 0: A^H y = 0, no iteration, TOL, x = 0 */
   solve(&p, RMAOP_F64, (run_cfg){.solver = LSQR, .niter = 5, .zero_y = 1});
