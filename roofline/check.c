@@ -1,4 +1,4 @@
-/* rmaop-roofline check: the model's predictions against rmaop-bench's measurements (issue 6's 25 % check).
+/* rmaop-roofline check: the model's predictions against rmaop-bench's measurements (the 25 % prediction check).
  *
  * A report (rmaop-roofline run --out PREFIX: PREFIX.json) predicts, for every profiled path, the messaging
  * time per iteration of the solver it ran ("predicted_comm_per_iter": the sites' warm model plus their share
@@ -10,24 +10,23 @@
  * twosided trace coalesces messages per peer), else from the first run that predicts the path at all.
  * Several reports and several bench files (rounds of probe + run + bench, interleaved in time) are pooled
  * per path by the median over the files, predictions and measurements separately: on a shared machine the
- * medians of a minute move by up to 2x between phases (docs/roofline-runs/2026-11-23-median-check.md), and
- * pooling rounds that alternate probe and bench lets both sides see the same mix of phases. Every
- * round's own comparison is printed too when there are as many reports as bench files.
+ * medians of a minute move by up to 2x between busy and quiet phases, and pooling rounds that alternate probe
+ * and bench lets both sides see the same mix of phases. Every round's own comparison is printed too when there
+ * are as many reports as bench files.
  *
  * The measurement against itself (--again): a second set of bench files measured in the same rounds, pooled
  * alike, compared with the first at the same tolerance. On the 2-vCPU VM, rmaop-bench on CGLS bdiag (n = 1024)
- * agreed with itself, pooled over 12 rounds seconds apart, on 5 of 7 paths within 25 %
- * (docs/roofline-runs/2026-11-25-session20-reproducibility.md): where the measurement does not reproduce
- * within the tolerance, no model can be checked to it there, and the check says so instead of leaving a
- * model miss and machine noise looking alike.
+ * agreed with itself, pooled over 12 rounds seconds apart, on 5 of 7 paths within 25 %: where the measurement
+ * does not reproduce within the tolerance, no model can be checked to it there, and the check says so instead of
+ * leaving a model miss and machine noise looking alike.
  *
- * How firm the pooled error is (session 25): with 5 or more rounds, the error's 90 % bootstrap interval over the
+ * How firm the pooled error is: with 5 or more rounds, the error's 90 % bootstrap interval over the
  * rounds (see "the error's uncertainty" below); the verdict stays the pooled point.
  *
- * Median or mean over the rounds (--center; session 36, docs/roofline-runs/2026-11-27-session36.md). Each
- * round's values rest on medians inside a launch (rmaop-bench's over its repeats, the model on the probe's
- * medians), robust to a stray repeat. Across rounds the median was the default and still is. But the lent GPU
- * machines run the CUDA-aware paths in two states 1.3-1.9x apart that last seconds (session 33-34), and each
+ * Median or mean over the rounds (--center). Each round's values rest on medians inside a launch (rmaop-bench's
+ * over its repeats, the model on the probe's medians), robust to a stray repeat. Across rounds the median is the
+ * default: a shared VM's outlier rounds pull a mean. But the lent GPU machines run the CUDA-aware paths in two
+ * states 1.3-1.9x apart that last seconds, and each
  * launch, probe or bench, reads one or the other: the rounds' values are two-valued, and where the two states
  * come about equally often their median falls on one or the other by a single round, for the model and the bench
  * independently. The mean over rounds moves smoothly with the states' shares and estimates what a long solve

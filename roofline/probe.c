@@ -28,8 +28,8 @@
  * (roof_cold_fraction). On every path the dot is also timed after sweeps of 2, 4, ... 64 MiB (the path's reduction
  * curve): reductions scale their penalty by their own path's curve (roof_path_cold_fraction), since the paths'
  * reductions warm up differently (on the 2-vCPU VM lock's paid 24-29 % of its full penalty after 8 MiB where fence's
- * paid 38-52 %, docs/roofline-runs/2026-11-25-session19-lock-experiments.md). Device memory gets no cold points: a
- * solver's vectors then live in GPU memory and do not pass through the host caches. */
+ * paid 38-52 %). Device memory gets no cold points: a solver's vectors then live in GPU memory and do not pass
+ * through the host caches. */
 #include "tool.h"
 
 #include <math.h>
@@ -199,8 +199,8 @@ static rmaop_status epoch_call(void *arg) {
  * before the begin and again before the end. Timed as one span from begin to end instead, a cold epoch also
  * counted the wait, inside the end, for the peer's own cold begin when the ranks left the barrier apart;
  * the solver's sites never count it (their end follows a barrier). On the GPU machine's 16-vCPU host, pooled
- * over 5 rounds, deriv1d's lock.shm and fence.mpi predictions went from +42 % and +54 % against the bench to
- * -8 % and -7 % (docs/roofline-runs/2026-11-25-pooled-check.md). */
+ * over 5 rounds, timing the span put deriv1d's lock.shm and fence.mpi predictions at +42 % and +54 % against the
+ * bench, timing it this way at -8 % and -7 %. */
 static rmaop_status epoch_synced_run(void *arg, double *own) {
   return synced_inside(((epoch_state *)arg)->ctx, "plan", epoch_call, arg, own);
 }
@@ -240,9 +240,9 @@ static rmaop_status dot_run(void *arg, double *own) {
 
 /* The dot after an 8 B epoch of the same path, the epoch untimed (timed as the solver's halo is, synchronized),
  * the dot timed as dot_run: a solver's reduction follows its matvec's halo, and on the RMA paths the two share
- * most of what a sweep makes cold (session 25: this point leaves the dot 0.23-0.48 of its penalty on the RMA paths,
- * 0.43-0.56 on twosided, whose barriers warm MPI_Allreduce too; an unsynchronized halo left twosided 0.92;
- * docs/roofline-runs/2026-11-26-session25-host.md). roof_after_epoch_share reads it. */
+ * most of what a sweep makes cold (on the 2-vCPU VM this point leaves the dot 0.23-0.48 of its penalty on the RMA
+ * paths, 0.43-0.56 on twosided, whose barriers warm MPI_Allreduce too; an unsynchronized halo left twosided 0.92).
+ * roof_after_epoch_share reads it. */
 typedef struct {
   epoch_state *e;
   dot_state *d;
@@ -294,12 +294,12 @@ static double run_timed(roof_op op, void *arg, rmaop_status *st, int *own) {
  * Collective; returns -1 when @p failed on some rank. @p own is this rank's (run_timed); the ranks agree on it.
  *   - Operations timed as solver sites (@p own: every repetition measured itself, synced_inside) are read as
  *     rmaop-bench and `run` read a solver's site: each rank's median repetition, then the slowest rank's
- *     (trace.c's per-call median, MPI_MAX over ranks in bench/rmaop_bench.c and run.c). Until session 29 they
- *     were read as below, and the two differ where the ranks take turns waiting: on the 2-vCPU VM a fence
- *     epoch's barrier then costs one rank 0.25 us and the other 1.1, swapping every repetition, so every
- *     repetition's slowest rank took 1.1 us where each rank's median was 0.55, and which of the two patterns a
- *     loop fell into changed from run to run (rma.fence.shm's reduction fit read 0.6 or 1.05 us in 12 probes,
- *     the bench 0.67 in every round; docs/roofline-runs/2026-11-27-session29-host.md).
+ *     (trace.c's per-call median, MPI_MAX over ranks in bench/rmaop_bench.c and run.c). Read as below
+ *     instead, the two differ where the ranks take turns waiting: on the 2-vCPU VM a fence epoch's barrier
+ *     costs one rank 0.25 us and the other 1.1, swapping every repetition, so every repetition's slowest rank
+ *     takes 1.1 us where each rank's median is 0.55, and which of the two patterns a loop falls into changes
+ *     from run to run (read that way, rma.fence.shm's reduction fit read 0.6 or 1.05 us in 12 probes, the
+ *     bench 0.67 in every round).
  *   - Wall-time spans (the fit's epochs, as bench/halo_bench.c and OSU): every repetition counts as its slowest
  *     rank, and the point is the median repetition. */
 static int rank_points(double *t, const int *len, int nseg, int own, int failed, double *point) {
@@ -368,7 +368,7 @@ static int time_op(roof_op op, void *arg, const roof_probe_options *o, double *m
  * nothing else: on the 2-vCPU VM these barriers warmed twosided's reduction (MPI_Allreduce shares the barrier's
  * shared-memory path), whose dot after 8 MiB of fresh bytes read 0.16-0.26 of its full penalty with them and
  * 0.26-0.35 without (30 blocks each, in turns; the other paths within 0.02; CGLS bdiag's mdot, after its matvec,
- * 0.36-0.50: docs/roofline-runs/2026-11-26-session24-host.md). */
+ * 0.36-0.50). */
 #define ROOF_COLD_BARRIERS 3
 #define ROOF_SWEEP_CAP (256.0 * 1024 * 1024)
 #define ROOF_SWEEP_DEFAULT (64.0 * 1024 * 1024)
@@ -379,23 +379,22 @@ static int time_op(roof_op op, void *arg, const roof_probe_options *o, double *m
  * element, so the caches then hold the scratch and whatever the communication touched before must come back
  * from DRAM.
  *
- * Fresh bytes every time (session 24): the sweep takes the next pieces of the scratch, a ring, so what it
- * streams was last touched a whole scratch earlier and comes from DRAM, as a solver's matrix and vectors do when
- * its data outgrows the cache. Until session 24 every sweep of a size went over the same bytes, which below
- * half the LLC per rank stayed in the cache: on the 2-vCPU VM (32 MiB L3 for both ranks), in one process in
- * turns, the same 8 MiB took 0.46-0.86 ms to sweep where fresh 8 MiB took 0.81-1.16 ms and bdiag's matvec
- * 0.83-1.54 ms, and left the dot after it warmer (docs/roofline-runs/2026-11-26-session24-host.md).
+ * Fresh bytes every time: the sweep takes the next pieces of the scratch, a ring, so what it streams was last
+ * touched a whole scratch earlier and comes from DRAM, as a solver's matrix and vectors do when its data
+ * outgrows the cache. Sweeping the same bytes keeps them in the cache below half the LLC per rank: on the 2-vCPU
+ * VM (32 MiB L3 for both ranks), in one process in turns, the same 8 MiB took 0.46-0.86 ms to sweep where fresh
+ * 8 MiB took 0.81-1.16 ms and bdiag's matvec 0.83-1.54 ms, and left the dot after it warmer.
  *
- * Not one store per cache line (until session 17): on the 2-vCPU VM an MPI_Allreduce after such a sweep of
- * 4-8 MiB per rank took 1.2-2 us where after reading every double of the same bytes it took 2.6-5.2 us. Not a
- * loop of the probe's own (until session 23): whether a loop is compiled scalar or SIMD depends on the
- * optimization level and the loop's form, and the library's loop takes per byte what the solvers' take
- * (docs/roofline-runs/2026-11-26-session23-host.md). In pieces of ROOF_SWEEP_PIECE with a barrier after every
- * ROOF_SWEEP_CHUNK but the last (and ROOF_COLD_BARRIERS at the end where the ranks outnumber the cores), so the
- * ranks sweep in step: a rank that finished a long sweep early would wait in a barrier that, with more
- * processes than cores, gives its CPU away (Open MPI yields while it waits), and the cold epoch would then time
- * the scheduler. A chunk takes about as long as a solver computes between two calls (a millisecond or two).
- * Collective. */
+ * Every double, not one store per cache line: on the 2-vCPU VM an MPI_Allreduce after a one-store-per-line sweep
+ * of 4-8 MiB per rank took 1.2-2 us where after reading every double of the same bytes it took 2.6-5.2 us. The
+ * library's loop, not one of the probe's own: whether a loop is compiled scalar or SIMD depends on the
+ * optimization level and the loop's form, and the library's loop takes per byte what the solvers' take.
+ *
+ * In pieces of ROOF_SWEEP_PIECE with a barrier after every ROOF_SWEEP_CHUNK but the last (and ROOF_COLD_BARRIERS
+ * at the end where the ranks outnumber the cores), so the ranks sweep in step: a rank that finished a long sweep
+ * early would wait in a barrier that, with more processes than cores, gives its CPU away (Open MPI yields while it
+ * waits), and the cold epoch would then time the scheduler. A chunk takes about as long as a solver computes
+ * between two calls (a millisecond or two). Collective. */
 static void sweep(sweeper *sw, size_t bytes) {
   const size_t per_chunk = ROOF_SWEEP_CHUNK / ROOF_SWEEP_PIECE;
   size_t n = (bytes + ROOF_SWEEP_PIECE - 1) / ROOF_SWEEP_PIECE;
@@ -466,13 +465,13 @@ static int oversubscribed(void) {
  * else llc_size) of a buffer of its own, one double per cache line, ROOF_SHARE_PASSES times with the other ranks
  * asleep, then while every rank reads its own; medians of ROOF_SHARE_REPS alternations. Ranks with a core and a
  * last-level cache each take as long together as alone; ranks on one core, or on one cache that their data
- * together overflows, slow each other. Session 31 on the 2-vCPU VM, whose host moves its two vCPUs between a
- * placement with caches of their own (8 B ping-pong 0.37 us) and one on a shared L3 (0.11 us), where the
- * solvers' calls paid their full cold penalty (docs/roofline-runs/2026-11-27-session31-host.md): 0.84-1.12 in
- * the first and 1.22-1.55 in the second over 66 probes. Tried first: 0.6 x LLC (1.22-1.32 shared, up to 1.15
- * apart), and the library's vector update instead of loads (1.02-1.22 shared): its arithmetic keeps it under
- * the cache's bandwidth. Waiting ranks poll a message and sleep between polls: a rank spinning in MPI would take
- * the core it may share. Collective. */
+ * together overflows, slow each other. On the 2-vCPU VM, whose host moves its two vCPUs between a placement with
+ * caches of their own (8 B ping-pong 0.37 us) and one on a shared L3 (0.11 us), where the solvers' calls pay
+ * their full cold penalty, the ratio reads 0.84-1.12 in the first and 1.22-1.55 in the second over 66 probes.
+ * 0.85 x LLC separates the two better than 0.6 x LLC (1.22-1.32 shared, up to 1.15 apart), and loads better than
+ * the library's vector update (1.02-1.22 shared), whose arithmetic keeps it under the cache's bandwidth. Waiting
+ * ranks poll a message and sleep between polls: a rank spinning in MPI would take the core it may share.
+ * Collective. */
 #define ROOF_SHARE_PASSES 8
 #define ROOF_SHARE_REPS 5
 static volatile double share_sink;
@@ -638,9 +637,8 @@ static int measure_reduce_curve(dot_state *d, sweeper *sw, int reps, roof_cold *
 
 /* The same dot after re-writing the same bytes (the first pieces of the ring) before every repetition, over
  * the reduction curve's sizes: a solver re-reads its footprint every iteration, and where both ranks' footprint
- * fits the LLC and nothing else evicts it, its reductions pay less than after fresh bytes (session 28); `run`
- * prices reduction sites with it since session 30 (roof_path_same_fraction). The fresh sweeps go on where they
- * stopped. Collective. */
+ * fits the LLC and nothing else evicts it, its reductions pay less than after fresh bytes; `run` prices
+ * reduction sites with it (roof_path_same_fraction). The fresh sweeps go on where they stopped. Collective. */
 static int measure_same_curve(dot_state *d, sweeper *sw, int reps, roof_cold *c) {
   const int next = sw->next;
   sw->same = 1;
@@ -692,7 +690,7 @@ static rmaop_status epoch_add_run(void *arg, double *own) {
 
 /* The accumulate point (roof_add_point): the 8-byte epoch in RMAOP_INSERT and RMAOP_ADD mode in turns, timed
  * as solver sites are. An adjoint's reversed plan adds at the receiver; on twosided over CUDA-aware MPI that
- * is a receive into scratch and an add kernel, and CGLS deriv1d's adjoint halo (2 x H100, session 18) took
+ * is a receive into scratch and an add kernel, and CGLS deriv1d's adjoint halo (2 x H100) took
  * 20-23 us per call where its forward halo and the fit's INSERT epoch took 11-14. Collective; a failure loses
  * the point, not the path. */
 static void probe_add(rmaop_ctx ctx, roof_path *p) {
@@ -717,7 +715,7 @@ static void probe_add(rmaop_ctx ctx, roof_path *p) {
  * back. The one-element dot of a device vector (its reduction timed, as dot_run does) in turns with
  * rmaop_allreduce of as many doubles (2 + the flag) gives the path's reduction after a device dot, stored as
  * the "cold" reduction point; `run` predicts every reduction site from it (roof_cold_penalty). On 2 x H100
- * (session 18) CGLS bdiag's mdot over the CUDA-aware Open MPI's twosided path took 14-25 us per call where the
+ * CGLS bdiag's mdot over the CUDA-aware Open MPI's twosided path took 14-25 us per call where the
  * reduction fit (poor there: UCX's small allreduces do not follow alpha + bytes/beta) said 9-14, while this
  * point read 11-22. Collective; a failure loses the point, not the path. */
 static void probe_after_dot(rmaop_ctx ctx, roof_path *p) {
@@ -918,10 +916,10 @@ static void show_curve(const roof_cache *c) {
 /* The overlapped epoch (roof_cold.overlap): the 8 B epoch with a pass over ROOF_OVERLAP_BYTES of fresh memory
  * between its begin and its end, as a solver computes its interior between a halo's begin and end (CGLS deriv1d
  * streams ~8 MiB per rank there), in turns with the same epoch back to back (time_pair), both timed as solver
- * sites. On the 2-vCPU VM (session 29, 30 blocks per path in turns) an 8 MiB pass made the 8 B epoch 0.07-0.26
- * us slower on the seven host paths, warm otherwise, and a 16 MiB one 0.05-0.2 (256 KiB and 1 MiB: none); the
- * halos of CGLS deriv1d, measured by rmaop-bench, took 0.2-0.4 us per call more than the model that charged
- * only the cold share at their reuse distance (docs/roofline-runs/2026-11-27-session29-host.md). */
+ * sites. On the 2-vCPU VM (30 blocks per path in turns) an 8 MiB pass made the 8 B epoch 0.07-0.26 us slower on
+ * the seven host paths, warm otherwise, and a 16 MiB one 0.05-0.2 (256 KiB and 1 MiB: none); without this term
+ * the halos of CGLS deriv1d, measured by rmaop-bench, took 0.2-0.4 us per call more than the model that charges
+ * only the cold share at their reuse distance. */
 #define ROOF_OVERLAP_BYTES ((size_t)8 << 20)
 typedef struct {
   epoch_state *e;

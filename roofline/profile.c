@@ -539,10 +539,10 @@ static int read_cache(reader *r, const json_value *root, roof_cache *c) {
            read_curve_points(r, o, "curve", 0, c->curve_bytes, c->curve_t, &c->ncurve);
   if (!st && !(c->sweep_bytes > 0))
     st = bad(r, "sweep_bytes", "must be > 0");
-  c->sweep_barriers = 3; /* profiles before session 24 */
+  c->sweep_barriers = 3; /* profiles written by older versions of the probe (no sweep_barriers field) */
   if (!st && json_get(o, "sweep_barriers"))
     st = get_int(r, o, "sweep_barriers", &c->sweep_barriers, 0);
-  c->share_bytes = c->share_ratio = c->share_cache_bytes = 0; /* profiles before session 31: not measured */
+  c->share_bytes = c->share_ratio = c->share_cache_bytes = 0; /* older probes (no share_bytes field): not measured */
   if (!st && json_get(o, "share_bytes"))
     st = get_nonneg(r, o, "share_cache_bytes", &c->share_cache_bytes, 0) ||
          get_nonneg(r, o, "share_bytes", &c->share_bytes, 0) || get_nonneg(r, o, "share_ratio", &c->share_ratio, 0);

@@ -122,19 +122,18 @@ typedef struct {
   roof_cold_point epoch, reduce;
   int nrcurve;
   double rcurve_bytes[ROOF_MAX_CURVE], rcurve_t[ROOF_MAX_CURVE];
-  /* Host memory, probes since session 25: the same dot after the full sweep and an untimed 8 B epoch of the path
-   * (its cold median `cold`, the warm one `warm`): how much of the reduction's cold penalty an epoch just before
-   * takes away (a solver's reduction follows its matvec's halo; roof_after_epoch_share). Absent in older profiles. */
+  /* Host memory: the same dot after the full sweep and an untimed 8 B epoch of the path (its cold median `cold`,
+   * the warm one `warm`): how much of the reduction's cold penalty an epoch just before takes away (a solver's
+   * reduction follows its matvec's halo; roof_after_epoch_share). Absent in profiles of older probes. */
   int has_after_epoch;
   roof_cold_point after_epoch;
-  /* Host memory, probes since session 28: the same dot's cold median after re-writing the same scurve_bytes[i]
-   * per rank before every repetition (the first pieces of the sweep's ring each time, as a solver re-reads its
-   * footprint), where the reduction curve above writes fresh bytes. Reduction sites read it since session 30
-   * (roof_path_same_fraction); the fresh curve prices a reduction's gap part. Absent (nscurve 0) in older
-   * profiles, which read the fresh curve. */
+  /* Host memory: the same dot's cold median after re-writing the same scurve_bytes[i] per rank before every
+   * repetition (the first pieces of the sweep's ring each time, as a solver re-reads its footprint), where the
+   * reduction curve above writes fresh bytes. Reduction sites read it (roof_path_same_fraction); the fresh curve
+   * prices a reduction's gap part. Absent (nscurve 0) in profiles of older probes, which read the fresh curve. */
   int nscurve;
   double scurve_bytes[ROOF_MAX_CURVE], scurve_t[ROOF_MAX_CURVE];
-  /* Host memory, probes since session 29: the 8 B epoch with a pass over overlap_bytes of fresh memory between
+  /* Host memory: the 8 B epoch with a pass over overlap_bytes of fresh memory between
    * its begin and its end (untimed; `cold`), in turns with the same epoch begun and ended back to back (`warm`),
    * both timed as solver sites; overlap_seconds is the pass's median duration (the slowest rank's). A solver
    * that computes between a plan's begin and end finds the end's state partly evicted: plan sites with
@@ -188,7 +187,7 @@ typedef struct {
   double curve_warm;                                           /* that epoch warm (seconds) */
   double curve_bytes[ROOF_MAX_CURVE], curve_t[ROOF_MAX_CURVE]; /* sweep bytes (ascending), cold median */
   int ncurve;                                                  /* the last point is the full sweep */
-  /* Whether the ranks share a cache (session 31): rank 0's passes over share_bytes of a buffer (0.85 x
+  /* Whether the ranks share a cache: rank 0's passes over share_bytes of a buffer (0.85 x
    * share_cache_bytes, the last-level cache of CPU 0's domain as sysfs reports it, else llc_bytes), timed while
    * every rank reads its own, over the same passes with the other ranks asleep. About 1 where each rank has a
    * last-level cache (and core) of its own; more where ranks share a core or a cache their data together
@@ -196,8 +195,8 @@ typedef struct {
   double share_bytes, share_ratio, share_cache_bytes;
 } roof_cache;
 
-/* share_ratio from which the ranks count as sharing a cache (session 31, the 2-vCPU VM over 66 probes: 0.84-1.12
- * in the placement where its vCPUs have caches of their own, 1.22-1.55 where they share one). */
+/* share_ratio from which the ranks count as sharing a cache (the 2-vCPU VM over 66 probes: 0.84-1.12 in the
+ * placement where its vCPUs have caches of their own, 1.22-1.55 where they share one). */
 #define ROOF_SHARED_RATIO 1.2
 /* The share of the last-level cache the sharing test reads per rank (probe.c, measure_sharing). */
 #define ROOF_SHARE_OF_LLC 0.85
@@ -260,11 +259,10 @@ double roof_cold_fraction(const roof_cache *c, double reuse_bytes);
 double roof_path_cold_fraction(const roof_cache *c, const roof_path *p, const char *kind, double reuse_bytes);
 /* A reduction's fraction on path @p p from its same-bytes curve (cold.scurve: the dot after re-writing the same
  * bytes before every repetition), same rules; roof_path_cold_fraction(c, p, "reduce", ...) where the profile has
- * none or it is not usable. What `run` prices reduction sites with since session 30: in steady state a solver
- * touches between two reductions the data it touched in its previous iteration, not bytes last touched a whole
- * scratch ago; over session 28-29's seven VM checks that recorded the curve it put bdiag within 25 % on 44 of 49
- * (path, check) pairs against 39 with the fresh-bytes curve, deriv1d on 47 against 45
- * (docs/roofline-runs/2026-11-27-session30-samebytes.md). */
+ * none or it is not usable. What `run` prices reduction sites with: in steady state a solver touches between two
+ * reductions the data it touched in its previous iteration, not bytes last touched a whole scratch ago; over seven
+ * stored VM checks that recorded the curve it puts bdiag within 25 % on 44 of 49 (path, check) pairs against 39
+ * with the fresh-bytes curve, deriv1d on 47 against 45. */
 double roof_path_same_fraction(const roof_cache *c, const roof_path *p, double reuse_bytes);
 /* Bytes one rank streams per CGLS iteration (src/solver.c, rmaop_solve_cgls): every vector an operation
  * reads or writes counts once: 8 passes over model-space vectors (local length @p model_local), 6 over
@@ -274,7 +272,7 @@ double roof_cgls_bytes(double model_local, double data_local, double elem, doubl
 /* Distinct bytes CGLS touches per rank and iteration: its 3 model-space (x, r, c) and 2 data-space (s, q)
  * vectors and the operator's storage. A reuse distance never exceeds it (what is touched twice is cached once). */
 double roof_cgls_footprint(double model_local, double data_local, double elem, double op_bytes);
-/* Warm time of one reduction of @p bytes on path @p p (session 32): between two of the probe's reduction points
+/* Warm time of one reduction of @p bytes on path @p p: between two of the probe's reduction points
  * (counts 1, 8, 64, ... doubles) their medians interpolated linearly in bytes, at a point its median, outside
  * them (or with fewer than two) the fit (roof_reduce_time). The fit is a line over 8 B .. 32 KiB weighted by
  * relative error; at the 8-40 B a solver's dots reduce it missed the measured medians by ~5-10 % (2-vCPU VM,
@@ -373,7 +371,7 @@ double roof_add_extra(const roof_site *s, const roof_path *p);
  * before each begin and end. The accumulate point's INSERT epoch (8 B, one message) is timed the solver's way,
  * so path @p p's plan sites are shifted by this, insert - T(1, 8 B), per epoch: negative where the untimed
  * drains hold GPU work or the untimed barrier the message's flight (host twosided: 0.15 against the fit's
- * 0.72 us on the 2-vCPU VM, session 28). 0 where the probe did not measure the point (older profiles). */
+ * 0.72 us on the 2-vCPU VM). 0 where the probe did not measure the point (older profiles). */
 double roof_synced_offset(const roof_path *p);
 /* The share of path @p p's overlap penalty (roof_cold.overlap) a plan site pays per call: its computation
  * overlapped inside begin..end per call (the begin..end span less the time inside rmaop's calls) over the
@@ -414,11 +412,10 @@ typedef struct {
   roof_analysis *an; /* one per site */
 } roof_run;
 
-/* What the cold term does not price (session 31): the probe found the ranks sharing a cache (share_ratio >=
+/* What the cold term does not price: the probe found the ranks sharing a cache (share_ratio >=
  * ROOF_SHARED_RATIO) and some site of run @p r reaches, with every rank's data between two of its calls together
- * (its reuse distance x the profile's ranks), past that cache (share_cache_bytes). There, on the 2-vCPU VM
- * (sessions 28-31), the
- * solver's calls paid about their path's full cold penalty while the probe's curves showed a tenth of it.
+ * (its reuse distance x the profile's ranks), past that cache (share_cache_bytes). There, on the 2-vCPU VM, the
+ * solver's calls pay about their path's full cold penalty while the probe's curves show a tenth of it.
  * Returns that largest combined reuse distance in bytes, or 0 when none does (or nothing was measured). */
 double roof_run_shared_overflow(const roof_run *r, const roof_profile *prof);
 /* Bytes one rank touches between two consecutive communication calls of run @p r, any sites: bytes_per_iter over
@@ -469,7 +466,7 @@ int roof_svg_probe(const char *file, const roof_profile *prof, char *err, size_t
 #define ROOF_CHECK_MAX_FILES 64 /* rounds: the pooled medians of a noisy machine need a few dozen */
 
 /* How check pools the rounds' values of a path (each round's value: a launch's median): by their median (the
- * default, as every check before session 36) or their mean. check.c says why the mean. */
+ * default) or their mean. check.c says why the mean. */
 typedef enum { ROOF_CENTER_MEDIAN = 0, ROOF_CENTER_MEAN = 1 } roof_center;
 
 typedef struct {

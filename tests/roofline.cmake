@@ -114,10 +114,10 @@ if(TARGET rmaop-bench)
   set_tests_properties(roofline.bad.check_again_untraced PROPERTIES FIXTURES_REQUIRED "roofline_report;roofline_bench")
 endif()
 
-# scripts/roofline-check.sh, the script behind issue 6's acceptance numbers, end to end in one short round: it
+# scripts/roofline-check.sh, the script behind the 25 % prediction check, end to end in one short round: it
 # must get through probe, run, bench (twice) and check and write both tables; whether the paths land within 25 %
-# is the machine's business, so its exit status is not asked. The device twin (label gpu) would have caught
-# session 32's bug: a device probe prints no sharing line and a grep under set -e ended the script after round 1.
+# is the machine's business, so its exit status is not asked. The device twin (label gpu) guards the script on
+# device memory, where the probe prints no sharing line: a grep for it under set -e must not end the script.
 set(_roof_script_env ROUNDS=1 NITER=10 REPEAT=1 WARMUP_MS=200 DERIV_N=65536 BDIAG_N=128 SYNCS=lock BUILD_DIR=${CMAKE_BINARY_DIR})
 set(_roof_script_ok "for p in deriv1d bdiag; do grep -Eq '^check: [0-9]+ of [0-9]+ paths within 25 %' ${_roof_dir}/check-script/check-$p.txt || exit 1; done")
 string(REPLACE ";" " " _roof_script_env_sh "${_roof_script_env}")
@@ -144,7 +144,7 @@ set_tests_properties(roofline.pool_script PROPERTIES LABELS "roofline" TIMEOUT 6
                      FIXTURES_REQUIRED roofline_check_dir RESOURCE_LOCK roofline_check_script)
 
 # Device memory (label gpu): a probe of the default path names, which name no ".device", then `run` on the same
-# paths must find each in the profile (session 29: the profile named them without the suffix and `run` printed
+# paths must find each in the profile (a profile that names them without the suffix leaves `run` printing
 # "no prediction" on every path). Skips (77) where no GPU is visible, as the other gpu entries do.
 if(RMAOP_HAVE_CUDA)
   string(REPLACE ";" " " _roof_sh "${_roof_mpiexec}")
