@@ -1,6 +1,6 @@
-/* Reports of the roofline analysis: terminal tables, one verdict line per solver run, JSON and CSV. Every
- * number derived from a poor fit carries "fit: poor" (the table marks the path, JSON and CSV say so in a
- * field) so nothing claims more than the data supports. */
+/* Reports of the roofline analysis: terminal tables, one verdict line per solver run, JSON and CSV. Nothing
+ * claims more than the data supports: the path table marks a poor fit's row "(fit: poor)", the verdict names the
+ * poor fits once and never ranks them, and JSON and CSV say so in a field. */
 #include "roofline.h"
 
 #include <errno.h>
@@ -114,12 +114,13 @@ void roof_report_cache(FILE *f, const roof_profile *p) {
     roof_format_bytes(c->share_bytes, b, sizeof b);
     char lc[32];
     roof_format_bytes(c->share_cache_bytes, lc, sizeof lc);
-    fprintf(f, "  ranks and caches: %s (%.2g x a %s LLC) read by rank 0 took %.2fx as long with every rank reading "
+    fprintf(f,
+            "  ranks and caches: %s (%.2g x a %s LLC) read by rank 0 took %.2fx as long with every rank reading "
             "its own as alone: %s\n",
             b, ROOF_SHARE_OF_LLC, lc, c->share_ratio,
             c->share_ratio >= ROOF_SHARED_RATIO ? "they share a core or a cache (sites whose data of all ranks "
-                                                   "together overflows it can be colder than predicted)"
-                                                 : "a core and a cache each");
+                                                  "together overflows it can be colder than predicted)"
+                                                : "a core and a cache each");
   }
   int any = 0;
   for (int j = 0; j < p->npaths; ++j)
@@ -146,68 +147,118 @@ void roof_report_cache(FILE *f, const roof_profile *p) {
   }
 }
 
-/* "1.50x less than" / "1.23x more than": the ratio of @p a to @p b said the readable way round. */
-static int compare(char *buf, size_t len, double a, double b, const char *what) {
-  if (!(a > 0) || !(b > 0))
-    return 0;
-  return snprintf(buf, len, ", %.2fx %s than %s", a <= b ? b / a : a / b, a <= b ? "less" : "more", what);
-}
-
 static int append(size_t len, int n, int add) {
   return (size_t)n < len ? n + add : n;
 }
 
+/* The class that carries most of the run's measured messaging time (ROOF_UNKNOWN when nothing was timed), and
+ * the messages per iteration and their size range over the sites of that class. */
+static roof_class run_class(const roof_run *r, double *msgs, double *smin, double *smax) {
+  double t[ROOF_UNKNOWN + 1] = {0};
+  for (int i = 0; i < r->nsites; ++i)
+    t[r->an[i].cls] += r->an[i].calls_per_iter * r->an[i].per_call;
+  roof_class c = ROOF_UNKNOWN;
+  for (int k = 0; k < ROOF_UNKNOWN; ++k)
+    if (t[k] > 0 && (c == ROOF_UNKNOWN || t[k] > t[c]))
+      c = (roof_class)k;
+  *msgs = 0, *smin = INFINITY, *smax = 0;
+  for (int i = 0; i < r->nsites; ++i) {
+    const roof_analysis *a = &r->an[i];
+    if (c != ROOF_UNKNOWN && a->cls != c)
+      continue;
+    *msgs += a->calls_per_iter * a->site->messages;
+    *smin = fmin(*smin, a->site->bytes_per_message);
+    *smax = fmax(*smax, a->site->bytes_per_message);
+  }
+  if (!(*smin <= *smax))
+    *smin = *smax = 0;
+  return c;
+}
+
+/* A share as a percentage a person reads: two significant digits below 10 %, whole percents above. */
+static const char *pct(char *buf, double share) {
+  snprintf(buf, 16, share < 0.1 ? "%.2g" : "%.0f", 100 * share);
+  return buf;
+}
+
+/* The poor fits of @p prof as ", a, b" after @p lead (nothing when every fit is good). */
+static int poor_fits(char *buf, size_t len, const roof_profile *prof, const char *lead) {
+  int n = 0, k = 0;
+  for (int j = 0; j < prof->npaths; ++j)
+    if (prof->paths[j].fit.poor && (size_t)n < len)
+      n = append(len, n, snprintf(buf + n, len - (size_t)n, "%s%s", k++ ? ", " : lead, prof->paths[j].name));
+  return n;
+}
+
+/* A verdict a person reads, per solver run: what bounds its messaging (class, messages and their size per
+ * iteration) and how much of the iteration it takes; then the path the model predicts fastest among the paths
+ * with a good fit and what it would save, or that the path run is already the fastest. Poor fits are named once,
+ * at the end, and not ranked unless every fit is poor. The path run is compared by its own model when that fit is
+ * good (model against model), else by its measurement. */
 void roof_verdict(const roof_run *r, const roof_profile *prof, char *buf, size_t len) {
-  const char *unit = r->iterations > 0 ? "us/iter" : "us/solve";
-  int best = roof_run_best(r, prof), any = roof_run_best_any(r, prof), home = -1;
-  char what[96];
+  const char *per = r->iterations > 0 ? "per iteration" : "per solve";
+  const int best = roof_run_best(r, prof);
+  int home = -1, n;
   for (int j = 0; j < prof->npaths; ++j)
     if (strcmp(prof->paths[j].name, r->path) == 0)
       home = j;
-  /* Sites come from synchronized solves: messaging alone, what the model predicts and a faster path could
-   * shrink. The solver's own in-call time (waits included) is printed next to it. */
-  double meas = roof_run_measured(r, 0), incall = r->iterations > 0 ? r->time_comm / r->iterations : 0;
-  int n = incall > 0 ? snprintf(buf, len, "%s%s%s: messaging %.2f %s (in-solver comm %.2f)", r->solver,
-                                *r->path ? " on " : "", r->path, meas * US, unit, incall * US)
-                     : snprintf(buf, len, "%s%s%s: trace sites %.2f %s", r->solver, *r->path ? " on " : "", r->path,
-                                meas * US, unit);
-  if (home >= 0 && (size_t)n < len)
+  double msgs, smin, smax;
+  const roof_class cls = run_class(r, &msgs, &smin, &smax);
+  char b1[32], b2[32], size[80], p1[16];
+  roof_format_bytes(smin, b1, sizeof b1);
+  roof_format_bytes(smax, b2, sizeof b2);
+  snprintf(size, sizeof size, smin == smax ? "of %s" : "of %s to %s", b1, b2);
+  /* Sites come from synchronized solves: messaging alone, what the model predicts and a faster path shrinks. */
+  const double meas = roof_run_measured(r, 0), iter = r->iterations > 0 ? r->time_total / r->iterations : 0;
+  n = snprintf(buf, len, "%s%s%s: %s communication, %.3g message%s %s %s, taking %.2f us %s", r->solver,
+               *r->path ? " on " : "", r->path, cls == ROOF_UNKNOWN ? "unclassified" : roof_class_name(cls), msgs,
+               msgs == 1 ? "" : "s", size, per, meas * US, per);
+  if (iter > 0 && (size_t)n < len)
+    n = append(
+        len, n,
+        snprintf(buf + n, len - (size_t)n, " (%s %% of the %.2f us iteration)", pct(p1, meas / iter), iter * US));
+  const int home_good = home >= 0 && !prof->paths[home].fit.poor;
+  if (home_good && (size_t)n < len)
     n = append(len, n,
-               snprintf(buf + n, len - (size_t)n, ", model %.2f (%+.0f%%)%s", roof_run_predicted(r, home) * US,
-                        meas > 0 ? 100 * (roof_run_predicted(r, home) / meas - 1) : 0.0,
-                        prof->paths[home].fit.poor ? " (fit: poor)" : ""));
-  if (home >= 0 && roof_run_cold_sites(r) > 0 && (size_t)n < len)
-    n = append(len, n,
-               snprintf(buf + n, len - (size_t)n, " with %d %s site%s (warm model %.2f)", roof_run_cold_sites(r),
-                        strcmp(prof->memory, "device") == 0 ? "after-device-dot" : "(partly) cold",
-                        roof_run_cold_sites(r) > 1 ? "s" : "", roof_run_predicted_warm(r, home) * US));
+               snprintf(buf + n, len - (size_t)n, "; its model %.2f us (%+.0f %%)", roof_run_predicted(r, home) * US,
+                        meas > 0 ? 100 * (roof_run_predicted(r, home) / meas - 1) : 0.0));
+  if ((size_t)n < len)
+    n = append(len, n, snprintf(buf + n, len - (size_t)n, "."));
   const double over = roof_run_shared_overflow(r, prof);
   if (over > 0 && (size_t)n < len) {
-    char b1[32], b2[32];
     roof_format_bytes(over, b1, sizeof b1);
     roof_format_bytes(prof->cache.share_cache_bytes, b2, sizeof b2);
     n = append(len, n,
                snprintf(buf + n, len - (size_t)n,
-                        " (the ranks share a core or a cache: %.1fx slower reading together, and touch %s together "
-                        "between calls, more than the %s LLC: the calls can be colder than this model)",
+                        " The ranks share a core or a cache: %.1fx slower reading together, and touch %s together "
+                        "between calls, more than the %s LLC: the calls can be colder than the model.",
                         prof->cache.share_ratio, b1, b2));
   }
   if (best < 0 || (size_t)n >= len)
     return;
-  double tb = roof_run_predicted(r, best);
-  n = append(len, n,
-             snprintf(buf + n, len - (size_t)n, "; best path %s: %.2f %s predicted%s%s", prof->paths[best].name,
-                      tb * US, unit, prof->paths[best].fit.poor ? " (fit: poor, not claimed)" : "",
-                      best == home ? " (this path)" : ""));
-  if (home >= 0 && home != best && (size_t)n < len) {
-    snprintf(what, sizeof what, "%s's model", r->path);
-    n = append(len, n, compare(buf + n, len - (size_t)n, tb, roof_run_predicted(r, home), what));
+  if (prof->paths[best].fit.poor) {
+    snprintf(buf + n, len - (size_t)n,
+             " No profiled path has a good fit (its points scatter too far from latency + size / bandwidth), so "
+             "none is ranked: probe again on a quieter machine.");
+    return;
   }
-  if ((size_t)n < len)
-    n = append(len, n, compare(buf + n, len - (size_t)n, tb, meas, "measured"));
-  if (any != best && (size_t)n < len)
-    snprintf(buf + n, len - (size_t)n, "; %s would predict %.2f but its fit is poor", prof->paths[any].name,
-             roof_run_predicted(r, any) * US);
+  const double tb = roof_run_predicted(r, best), here = home_good ? roof_run_predicted(r, home) : meas;
+  if (best == home || !(here > tb))
+    n = append(len, n, snprintf(buf + n, len - (size_t)n, " The path run is already the fastest predicted."));
+  else {
+    n = append(len, n,
+               snprintf(buf + n, len - (size_t)n, " Fastest predicted: %s at %.2f us %s, saving %.2f us",
+                        prof->paths[best].name, tb * US, per, (here - tb) * US));
+    if (iter > 0 && (size_t)n < len)
+      n = append(len, n, snprintf(buf + n, len - (size_t)n, " (%s %% of the iteration)", pct(p1, (here - tb) / iter)));
+    if ((size_t)n < len)
+      n = append(len, n, snprintf(buf + n, len - (size_t)n, "."));
+  }
+  if ((size_t)n < len) {
+    const int k = poor_fits(buf + n, len - (size_t)n, prof, " Poor fits, not ranked: ");
+    if (k > 0 && (size_t)(n = append(len, n, k)) < len)
+      snprintf(buf + n, len - (size_t)n, ".");
+  }
 }
 
 void roof_report_verdict(FILE *f, const roof_run *r, const roof_profile *prof) {
@@ -236,9 +287,9 @@ static void table_sites(FILE *f, const roof_run *r, const roof_profile *prof) {
       snprintf(regime, sizeof regime, "%s (%s)", a->regime ? a->regime : "warm", reuse);
     else
       snprintf(regime, sizeof regime, "%s", a->regime ? a->regime : "warm");
-    fprintf(f, "%-18.18s %-6s %4.0f %10s %8.2f %10.2f %10.4g %10s %10s %6.2f %-20s %s%s\n", s->label, s->kind,
+    fprintf(f, "%-18.18s %-6s %4.0f %10s %8.2f %10.2f %10.4g %10s %10s %6.2f %-20s %s\n", s->label, s->kind,
             s->messages, bytes, a->calls_per_iter, a->per_call * US, gbs(a->achieved), roof, elbow, a->efficiency,
-            regime, roof_class_name(a->cls), a->home >= 0 && prof->paths[a->home].fit.poor ? " (fit: poor)" : "");
+            regime, roof_class_name(a->cls));
     if (*a->cause)
       fprintf(f, "%-18s   bound by %s\n", "", a->cause);
     if (*a->hint)
