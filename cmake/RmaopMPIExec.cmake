@@ -8,6 +8,11 @@ if(RMAOP_MPIEXEC_FLAGS STREQUAL "")
   set(RMAOP_MPIEXEC_EXTRA "")
   if(_rmaop_version MATCHES "Open MPI|OpenRTE|open-mpi")
     list(APPEND RMAOP_MPIEXEC_EXTRA --oversubscribe)
+    # Open MPI 4's launcher (OpenRTE) waits odls_base_sigkill_timeout (1 s) twice before it reaps a job one of
+    # whose ranks exited non-zero: 2.4 s for every bad-input test instead of 0.4. Nothing here needs the grace.
+    if(_rmaop_version MATCHES "OpenRTE")
+      list(APPEND RMAOP_MPIEXEC_EXTRA --mca odls_base_sigkill_timeout 0)
+    endif()
     execute_process(COMMAND id -u OUTPUT_VARIABLE _rmaop_uid OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     if(_rmaop_uid STREQUAL "0")
       list(APPEND RMAOP_MPIEXEC_EXTRA --allow-run-as-root)

@@ -24,10 +24,24 @@ if ! rmaop_build; then
   exit 1
 fi
 
+# Without a visible GPU the gpu-labelled entries (labels gpu, gpu4) are not run at all: each would start MPI only
+# to skip. A -L or -LE of the caller's own decides instead.
+ctest_filter=()
+case " $* " in
+*" -L "* | *" -LE "* | *" --label-regex "* | *" --label-exclude "*) ;;
+*)
+  if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }; then
+    ngpu="$(ctest --test-dir "$BUILD_DIR" -N -L '^gpu4?$' 2>/dev/null | sed -nE 's/^Total Tests: ([0-9]+).*/\1/p')"
+    rmaop_log "no GPU visible: the ${ngpu:-0} gpu-labelled tests are not run (on a GPU machine: scripts/gpu-check.sh)"
+    ctest_filter=(-LE '^gpu4?$')
+  fi
+  ;;
+esac
+
 log="$BUILD_DIR/test.sh.log"
 rmaop_log "running ctest (log: $log)"
 set +e
-ctest --test-dir "$BUILD_DIR" --output-on-failure --no-tests=error -j "$JOBS" "$@" 2>&1 | tee "$log"
+ctest --test-dir "$BUILD_DIR" --output-on-failure --no-tests=error -j "$JOBS" "${ctest_filter[@]}" "$@" 2>&1 | tee "$log"
 ctest_rc="${PIPESTATUS[0]}"
 set -e
 
