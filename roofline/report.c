@@ -151,9 +151,9 @@ static int append(size_t len, int n, int add) {
   return (size_t)n < len ? n + add : n;
 }
 
-/* The class that carries most of the run's measured messaging time (ROOF_UNKNOWN when nothing was timed), and
- * the messages per iteration and their size range over the sites of that class. */
-static roof_class run_class(const roof_run *r, double *msgs, double *smin, double *smax) {
+/* The class that carries most of the run's measured messaging time (ROOF_UNKNOWN when nothing was timed),
+ * whether every timed site is of it (@p all), and the messages per iteration and their size range over all sites. */
+static roof_class run_class(const roof_run *r, int *all, double *msgs, double *smin, double *smax) {
   double t[ROOF_UNKNOWN + 1] = {0};
   for (int i = 0; i < r->nsites; ++i)
     t[r->an[i].cls] += r->an[i].calls_per_iter * r->an[i].per_call;
@@ -161,11 +161,11 @@ static roof_class run_class(const roof_run *r, double *msgs, double *smin, doubl
   for (int k = 0; k < ROOF_UNKNOWN; ++k)
     if (t[k] > 0 && (c == ROOF_UNKNOWN || t[k] > t[c]))
       c = (roof_class)k;
-  *msgs = 0, *smin = INFINITY, *smax = 0;
+  *all = 1, *msgs = 0, *smin = INFINITY, *smax = 0;
   for (int i = 0; i < r->nsites; ++i) {
     const roof_analysis *a = &r->an[i];
-    if (c != ROOF_UNKNOWN && a->cls != c)
-      continue;
+    if (a->cls != c && a->calls_per_iter * a->per_call > 0)
+      *all = 0;
     *msgs += a->calls_per_iter * a->site->messages;
     *smin = fmin(*smin, a->site->bytes_per_message);
     *smax = fmax(*smax, a->site->bytes_per_message);
@@ -202,17 +202,19 @@ void roof_verdict(const roof_run *r, const roof_profile *prof, char *buf, size_t
   for (int j = 0; j < prof->npaths; ++j)
     if (strcmp(prof->paths[j].name, r->path) == 0)
       home = j;
+  int all;
   double msgs, smin, smax;
-  const roof_class cls = run_class(r, &msgs, &smin, &smax);
+  const roof_class cls = run_class(r, &all, &msgs, &smin, &smax);
   char b1[32], b2[32], size[80], p1[16];
   roof_format_bytes(smin, b1, sizeof b1);
   roof_format_bytes(smax, b2, sizeof b2);
   snprintf(size, sizeof size, smin == smax ? "of %s" : "of %s to %s", b1, b2);
   /* Sites come from synchronized solves: messaging alone, what the model predicts and a faster path shrinks. */
   const double meas = roof_run_measured(r, 0), iter = r->iterations > 0 ? r->time_total / r->iterations : 0;
-  n = snprintf(buf, len, "%s%s%s: %s communication, %.3g message%s %s %s, taking %.2f us %s", r->solver,
-               *r->path ? " on " : "", r->path, cls == ROOF_UNKNOWN ? "unclassified" : roof_class_name(cls), msgs,
-               msgs == 1 ? "" : "s", size, per, meas * US, per);
+  n = snprintf(buf, len, "%s%s%s: %s%s communication, %.3g message%s %s %s, taking %.2f us %s", r->solver,
+               *r->path ? " on " : "", r->path, all || cls == ROOF_UNKNOWN ? "" : "mostly ",
+               cls == ROOF_UNKNOWN ? "unclassified" : roof_class_name(cls), msgs, msgs == 1 ? "" : "s", size, per,
+               meas * US, per);
   if (iter > 0 && (size_t)n < len)
     n = append(
         len, n,
