@@ -7,7 +7,7 @@
  * window. Otherwise MPI_Win_allocate (mpi transport for every peer), or MPI_Win_create over user
  * memory (mpi only: MPI cannot map user memory into other processes).
  *
- * The flag handshake (lock; pscw on shm windows, epoch.c) needs a control area (two int64 counters
+ * The flag handshake (lock on host windows, epoch.c) needs a control area (two int64 counters
  * per rank, rma_win.h): the tail of an allocated segment, or a small window of its own beside user
  * memory. In lock mode the whole window lives in one MPI_Win_lock_all(MPI_MODE_NOCHECK) epoch from
  * creation to free (MPI-3.1 §11.5.3): passive-target synchronization is then only flushes and flags.
