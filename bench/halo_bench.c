@@ -268,8 +268,8 @@ static void path_setup(path *p) {
     rmaop_ctx_options_init(&o);
     o.backend = p->backend;
     o.memory = "host";
-    o.rma_sync = strcmp(p->sync, "-") ? p->sync : "lock";
-    o.rma_transport = strcmp(p->transport, "-") ? p->transport : "auto";
+    o.rma.sync = strcmp(p->sync, "-") ? p->sync : "lock";
+    o.rma.transport = strcmp(p->transport, "-") ? p->transport : "auto";
     o.trace = 0;
     what = "rmaop_ctx_create";
     st = rmaop_ctx_create(MPI_COMM_WORLD, &o, &p->ctx);

@@ -105,7 +105,7 @@ static rmaop_status make(rmaop_ctx ctx, rmaop_matmul_kind kind, rmaop_dtype dt, 
   rmaop_ctx_info ci;
   rmaop_status st = rmaop_ctx_get_info(ctx, &ci);
   rmaop_matmul_blocks b;
-  if (st == RMAOP_OK) st = rmaop_matmul_get_blocks(ctx, kind, N, K, M, ci.rank, &b);
+  if (st == RMAOP_OK) st = rmaop_op_matmul_get_blocks(ctx, kind, N, K, M, ci.rank, &b);
   if (st != RMAOP_OK) return st;
   const size_t es = rmaop_dtype_size(dt);
   void *A = malloc((size_t)(b.a_nrows * b.a_ncols) * es + es);
@@ -160,7 +160,7 @@ static rmaop_status time_apply(rmaop_ctx ctx, MPI_Comm comm, rmaop_op op, rmaop_
 static rmaop_status time_local(rmaop_ctx ctx, rmaop_matmul_kind kind, const args *a, const rmaop_ctx_options *opts,
                                double *t_max) {
   rmaop_matmul_blocks b;
-  rmaop_status st = rmaop_matmul_get_blocks(ctx, kind, a->n, a->n, a->n, g_rank, &b);
+  rmaop_status st = rmaop_op_matmul_get_blocks(ctx, kind, a->n, a->n, a->n, g_rank, &b);
   double t = 0.0;
   rmaop_ctx_info ci;
   if (st == RMAOP_OK) st = rmaop_ctx_get_info(ctx, &ci);
@@ -212,8 +212,8 @@ int main(int argc, char **argv) {
   TRY(ctx, rmaop_ctx_get_info(ctx, &ci));
   if (g_rank == 0) {
     printf("# rmaop-matmul-bench: P = %d, backend %s, sync %s, transport %s, memory %s, dtype %s, N = %lld, "
-           "reps %d (median)\n", g_size, ci.backend, rmaop_sync_name(ci.rma_sync),
-           rmaop_transport_name(ci.rma_transport), rmaop_memory_name(ci.memory), rmaop_dtype_name(a.dtype),
+           "reps %d (median)\n", g_size, ci.backend, rmaop_sync_name(ci.rma.sync),
+           rmaop_transport_name(ci.rma.transport), rmaop_memory_name(ci.memory), rmaop_dtype_name(a.dtype),
            (long long)a.n, a.reps);
     printf("%-6s %5s %12s %10s %12s %12s %12s\n", "kind", "grid", "apply_ms", "GFLOP/s", "local_ms", "comm_local",
            "comm_trace");
@@ -234,7 +234,7 @@ int main(int argc, char **argv) {
     }
     if (!report(time_local(ctx, (rmaop_matmul_kind)kind, &a, &opts, &local), "local products", ctx)) rc = 1;
     rmaop_matmul_blocks b;
-    rmaop_matmul_get_blocks(ctx, (rmaop_matmul_kind)kind, a.n, a.n, a.n, 0, &b);
+    rmaop_op_matmul_get_blocks(ctx, (rmaop_matmul_kind)kind, a.n, a.n, a.n, 0, &b);
     const double flops = 2.0 * (double)a.n * (double)a.n * (double)a.n *
                          (a.dtype == RMAOP_C64 || a.dtype == RMAOP_C128 ? 4.0 : 1.0);
     char grid[16];

@@ -347,9 +347,9 @@ static int plan_pingpong_latency(int lat_reps, double *half, double graph[2], ch
   if (!f && graph) { /* the same round trips from CUDA graphs (the kernel path captures; else the message) */
     void *st = NULL;
     const double pat2 = pat + 1;
-    int g = rmaop_ctx_stream(ctx, &st) != RMAOP_OK;
+    int g = rmaop_ctx_get_stream(ctx, &st) != RMAOP_OK;
     if (g)
-      snprintf(err, sizeof err, "rmaop_ctx_stream: %s", rmaop_ctx_last_error(ctx));
+      snprintf(err, sizeof err, "rmaop_ctx_get_stream: %s", rmaop_ctx_last_error(ctx));
     if (!g && rank == 0 &&
         (cudaMemcpy(sbuf, &pat2, 8, cudaMemcpyHostToDevice) != cudaSuccess || cudaMemset(rbuf, 0, 8) != cudaSuccess)) {
       snprintf(err, sizeof err, "setting the ping-pong's 8 bytes: %s", cudaGetErrorString(cudaGetLastError()));
@@ -430,9 +430,9 @@ static int open_rmaop(const char *sync, const char *ipc_path) {
   rmaop_ctx_options_init(&o);
   o.backend = "rma";
   o.memory = "device";
-  o.rma_transport = "ipc";
-  o.rma_sync = sync;
-  o.ipc_path = ipc_path;
+  o.rma.transport = "ipc";
+  o.rma.sync = sync;
+  o.rma.ipc_path = ipc_path;
   rmaop_status s = rmaop_ctx_create(MPI_COMM_WORLD, &o, &ctx);
   if (s != RMAOP_OK) {
     snprintf(err, sizeof err, "rmaop_ctx_create(rma, device, ipc, %s, ipc path %s): %s", sync, ipc_path,
@@ -472,7 +472,7 @@ static int other_path_latency(const char *sync, const char *ipc_path, int lat_re
   if (plan) rmaop_plan_destroy(&plan);
   if (!f)
     f = plan_pingpong_latency(lat_reps, &out[2], strcmp(ipc_path, "kernel") == 0 ? graph : NULL, why);
-  if (win) rmaop_win_free(&win);
+  if (win) rmaop_win_destroy(&win);
   if (ctx) rmaop_ctx_destroy(&ctx);
   ctx = ctx0;
   win = win0;
@@ -874,7 +874,7 @@ int main(int argc, char **argv) {
   fflush(stdout);
 
   /* ---- clean-up ---- */
-  if (win) rmaop_win_free(&win);
+  if (win) rmaop_win_destroy(&win);
   if (ctx) rmaop_ctx_destroy(&ctx);
 #ifdef RMAOP_BENCH_HAVE_NCCL
   if (nccl) ncclCommDestroy(nccl);

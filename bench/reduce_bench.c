@@ -213,8 +213,8 @@ static int open_path(way *w, const char *path) {
   rmaop_ctx_options_init(&o);
   o.backend = parts[0];
   o.memory = "device";
-  o.rma_sync = parts[1];
-  o.rma_transport = parts[2];
+  o.rma.sync = parts[1];
+  o.rma.transport = parts[2];
   o.trace = RMAOP_TRACE_OFF;
   const rmaop_status st = rmaop_ctx_create(MPI_COMM_WORLD, &o, &w->ctx);
   char msg[ERRLEN];

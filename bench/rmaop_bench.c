@@ -26,7 +26,7 @@
  * also measures the device copy bandwidth (cudaMemcpy device-to-device of 1 GiB, CUDA events, median of 5,
  * bytes read + written) and gives each path its streaming bound: the vector passes of one solver iteration
  * (CGLS below; the other solvers in the table beside `solvers[]`) times their bytes, divided by that bandwidth.
- * Per CGLS iteration (src/solver.c, damp = 0), with M the
+ * Per CGLS iteration (src/solvers/solver.c, damp = 0), with M the
  * model part and D the data part of this rank:
  *   mdot(q.q, c.c)      reads q, c                  1 D + 1 M
  *   axpy x += a c       reads x, c, writes x        3 M
@@ -80,8 +80,8 @@ typedef struct {
 /* CGLS vector passes per iteration (see the comment at the top): model part, data part. */
 enum { CGLS_PASSES_MODEL = 10, CGLS_PASSES_DATA = 7 };
 
-/* The solvers --solver offers, with their vector passes per iteration counted the same way (src/solver.c,
- * src/solver_krylov.c; an operator application counts one read of its input and one write of its output):
+/* The solvers --solver offers, with their vector passes per iteration counted the same way (src/solvers/solver.c,
+ * src/solvers/solver_krylov.c; an operator application counts one read of its input and one write of its output):
  *   cg      A c, c.Ac, x += a c, r -= a Ac, r.r, c = r + b c                    14 M
  *   pipecg  {r.r, w.r} + A w, z/s/p = . + b ., x += a p, r -= a s, w -= a z      22 M
  *   lsqr    A v, u = Av - alfa u, {u.u, w.w}, u /= beta, A^H u, v = A^H u - beta v, ||v||, v /= alfa,
@@ -240,7 +240,7 @@ static void solve_once(path *p, int niter, int rep) {
     if (!p->history) die("residual history (out of memory)", p->ctx);
     memcpy(p->history, info.history, (size_t)(info.iterations + 1) * sizeof(double));
   }
-  rmaop_solver_info_free(&info);
+  rmaop_solver_info_destroy(&info);
 }
 
 static machine_ref g_ref; /* the machine's speed before each synchronized repeat (machine_ref.h) */
@@ -281,7 +281,7 @@ static void solve_synced(path *p, int niter, int rep) {
   p->sync_comm[rep] = total[0] / (info.iterations ? info.iterations : 1);
   p->sync_comm_mean[rep] = total[1] / (info.iterations ? info.iterations : 1);
   free(t);
-  rmaop_solver_info_free(&info);
+  rmaop_solver_info_destroy(&info);
 }
 
 /* "[v[0], v[stride], ...]" (n values) in format @p fmt. */
@@ -491,8 +491,8 @@ int main(int argc, char **argv) {
     o.backend = p->backend;
     o.memory = memory;
     if (strcmp(p->backend, "rma") == 0) {
-      o.rma_sync = p->sync;
-      o.rma_transport = p->transport;
+      o.rma.sync = p->sync;
+      o.rma.transport = p->transport;
     }
     /* Collective and agreed: every rank gets the same status, so every rank skips alike. */
     rmaop_status st = rmaop_ctx_create(MPI_COMM_WORLD, &o, &p->ctx);

@@ -146,7 +146,7 @@ int main(int argc, char **argv) {
   if (ci.rank == 0) {
     printf("path: backend %s", ci.backend);
     if (strcmp(ci.backend, "rma") == 0) {
-      printf(", sync %s, transport %s", rmaop_sync_name(ci.rma_sync), rmaop_transport_name(ci.rma_transport));
+      printf(", sync %s, transport %s", rmaop_sync_name(ci.rma.sync), rmaop_transport_name(ci.rma.transport));
     }
     printf(" | %d ranks | halo: %lld doubles (%lld B) to each of 2 ring neighbours | %d reps\n", ci.size, (long long)k,
            (long long)(k * 8), a.reps);

@@ -124,7 +124,7 @@ int main(int argc, char **argv) {
 
   if (ci.rank == 0) {
     printf("halo example: %d ranks, backend %s (sync %s, transport %s), N = %lld\n", ci.size, ci.backend,
-           rmaop_sync_name(ci.rma_sync), rmaop_transport_name(ci.rma_transport), (long long)N);
+           rmaop_sync_name(ci.rma.sync), rmaop_transport_name(ci.rma.transport), (long long)N);
     printf("  <y,y> = %.17g (expected %.17g)\n  <x,y> = %.17g (expected %.17g)\n", (double)yy, want_yy, (double)xy,
            want_xy);
     printf("  ranks with wrong ghosts: %d\n%s\n", (int)bad_ranks, ok ? "OK" : "FAILED");

@@ -10,29 +10,16 @@
  *
  * Nothing here waits on the host except reduce_end: plan_end enqueues the unpack kernels behind the
  * receives, so a plan execution is fully stream-ordered with the kernels around it. */
-#include "device.h"
-#include "rmaop_impl.h"
+#include "device/device.h"
+#include "core/backend.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <sched.h>
 
+#include "device/gpu_check.h"
+
 #define STREAM(ctx) ((cudaStream_t)(ctx)->stream)
-
-/* Runs an NCCL call; on failure records "<call> failed: <NCCL string> (<NCCL's last message>)". */
-#define RMAOP_CHECK_NCCL(ctx, call)                                                                                    \
-  do {                                                                                                                 \
-    ncclResult_t rmaop__n = (call);                                                                                    \
-    if (rmaop__n != ncclSuccess)                                                                                       \
-      return nccl_error((ctx), rmaop__n, __FILE__, __LINE__, #call);                                                   \
-  } while (0)
-
-#define RMAOP_CHECK_CUDA(ctx, call)                                                                                    \
-  do {                                                                                                                 \
-    cudaError_t rmaop__e = (call);                                                                                     \
-    if (rmaop__e != cudaSuccess)                                                                                       \
-      return cuda_error((ctx), rmaop__e, __FILE__, __LINE__, #call);                                                   \
-  } while (0)
 
 static rmaop_status nccl_error(rmaop_ctx ctx, ncclResult_t r, const char *file, int line, const char *call) {
   return rmaop__error(ctx, RMAOP_ERR_NCCL, file, line, "%s failed: %s (%s)", call, ncclGetErrorString(r),
@@ -43,6 +30,8 @@ static rmaop_status cuda_error(rmaop_ctx ctx, cudaError_t e, const char *file, i
   return rmaop__error(ctx, e == cudaErrorMemoryAllocation ? RMAOP_ERR_NOMEM : RMAOP_ERR_CUDA, file, line,
                       "%s failed: %s (%s)", call, cudaGetErrorString(e), cudaGetErrorName(e));
 }
+
+
 
 /* One reduction in flight: a device buffer NCCL reduces in place, a page-locked host buffer the input is
  * staged through and the result lands in, and an event marking the result's arrival. Slots are reused
@@ -218,7 +207,8 @@ static rmaop_status nc_plan_begin(rmaop_plan plan) {
 static rmaop_status nc_plan_end(rmaop_plan plan) {
   nc_plan *p = plan->backend_data;
   /* Stream-ordered behind the receives: no host wait. */
-  return rmaop__plan_unpack(plan, p->staging, plan->cur_src, plan->cur_dst, plan->cur_mode);
+  const rmaop__unpack_from from = {.staging = p->staging};
+  return rmaop__plan_unpack(plan, &from);
 }
 
 /* NCCL captures its own grouped sends and receives into CUDA graphs; the unpack kernels follow them. */

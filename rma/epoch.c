@@ -39,7 +39,7 @@
 #include <stdio.h>
 
 #ifdef RMAOP_HAVE_CUDA
-#include "device.h"
+#include "device/device.h"
 #endif
 
 static int skips_ready(rmaop_win w, int peer) {

@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "device.h"
+#include "device/device.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -48,7 +48,7 @@
 #include <stdio.h>
 
 #ifdef RMAOP_HAVE_CUDA
-#include "device.h"
+#include "device/device.h"
 #include "ipc_batch.h"
 #endif
 
@@ -63,7 +63,7 @@ typedef struct {
 } rma_plan;
 
 static int double_buffered(rmaop_ctx ctx) {
-  return ctx->rma_sync != RMAOP_SYNC_PSCW;
+  return rma__settings(ctx)->sync != RMAOP_SYNC_PSCW;
 }
 
 /* "shm", "mpi", "mixed" over the plan's peers, "self" when nothing leaves this rank. */
@@ -141,7 +141,7 @@ static void plan_free(rmaop_plan plan) {
   rma_plan *rp = plan->backend_data;
   if (!rp)
     return;
-  rmaop_win_free(&rp->win);
+  rmaop_win_destroy(&rp->win);
   free(rp);
   plan->backend_data = NULL;
 }
@@ -192,7 +192,7 @@ static const char *plan_capture_refusal(rmaop_plan plan) {
 /* Every plan window of such a context is an ipc window on the kernel path; the one-kernel device reduction
  * (or the gather plan) is capturable there too. */
 static int ctx_capturable(rmaop_ctx ctx) {
-  return rma__plan_on_device(ctx) && !rma__gpu_over_mpi(ctx) && ctx->ipc_path == RMAOP__IPC_PATH_KERNEL;
+  return rma__plan_on_device(ctx) && !rma__gpu_over_mpi(ctx) && rma__settings(ctx)->ipc_path == RMA_IPC_PATH_KERNEL;
 }
 
 /* Whether the end must wait until the context's stream has read the staging: when the stream reads it
@@ -204,7 +204,7 @@ static int ctx_capturable(rmaop_ctx ctx) {
  *  - GPU staging over MPI (dev_mpi, the unpack kernels read it): no. This rank's next rma__epoch_begin
  *    drains the stream before it lets any origin at the staging again: pscw posts only after that drain,
  *    and under fence the next puts into this half come after this rank's next closing fence, which
- *    follows that begin; a destroyed plan's window drains in rmaop_win_free. A flag handshake would
+ *    follows that begin; a destroyed plan's window drains in rmaop_win_destroy. A flag handshake would
  *    announce readiness in rma__post_ready, right after this unpack, so such a window would still be
  *    drained here; lock, the only one, is not enabled over MPI on GPU memory (rma__gpu_over_mpi).
  *  - GPU staging over ipc: no, the flags that free it are stream-ordered after the unpack kernels.
@@ -239,7 +239,7 @@ static rmaop_status plan_end(rmaop_plan plan) {
   rma_plan *rp = plan->backend_data;
   rmaop_win w = rp->win;
   if (!w)
-    return rmaop__plan_unpack(plan, NULL, plan->cur_src, plan->cur_dst, plan->cur_mode);
+    return rmaop__plan_unpack(plan, NULL);
   /* GPU window: the end's waits, the unpack's copies and the "ready" flags of rma__post_ready become one
    * kernel on the ipc kernel path (one launch instead of three or more; elsewhere nothing changes). */
   w->fuse_unpack = w->device;
@@ -247,9 +247,8 @@ static rmaop_status plan_end(rmaop_plan plan) {
   w->fuse_unpack = 0;
   RMAOP_CHECK(st);
   const char *staging = rp->staging + (rp->odd ? w->bytes / 2 : 0);
-  plan->unpack_hook = w->device ? unpack_into_kernel : NULL;
-  st = rmaop__plan_unpack(plan, staging, plan->cur_src, plan->cur_dst, plan->cur_mode);
-  plan->unpack_hook = NULL;
+  const rmaop__unpack_from from = {.staging = staging, .apply = w->device ? unpack_into_kernel : NULL};
+  st = rmaop__plan_unpack(plan, &from);
   RMAOP_CHECK(st); /* rma__post_ready below launches what is pending, with its flags */
   if (end_waits_for_stream(plan, w))
     RMAOP_CHECK(stream_done(plan));
@@ -288,6 +287,56 @@ typedef struct {
   unsigned next;
 } rma_ctx;
 
+/* ---- options ---- */
+
+static const rmaop__config_entry rma_rows[] = {
+    {"RMAOP_RMA_SYNC", "lock", "fence|pscw|lock", "epoch synchronization of the rma backend"},
+    {"RMAOP_RMA_TRANSPORT", "auto", "auto|mpi|shm|ipc", "how the rma backend moves bytes to a peer"},
+    {"RMAOP_IPC_STORE_MAX", "65536", "bytes", "on the kernel path, ipc puts up to this size are stores from the kernel"},
+    {"RMAOP_IPC_PATH", "auto", "auto|kernel|copy", "how the ipc transport moves small epochs to a peer"},
+};
+
+static rmaop_status settings_parse(rmaop_ctx ctx, const rmaop_ctx_options *o, void *settings) {
+  static const char *const ipc_path_names[] = {"auto", "kernel", "copy", NULL}; /* = RMA_IPC_PATH_* */
+  rma_settings *st = settings;
+  int i = 0;
+  RMAOP_CHECK(rmaop__parse_name(ctx, "rma sync mode (RMAOP_RMA_SYNC)", rmaop__option_value(o->rma.sync, "RMAOP_RMA_SYNC"),
+                                rmaop__sync_names, &i));
+  st->sync = (rmaop_sync)i;
+  RMAOP_CHECK(rmaop__parse_name(ctx, "rma transport (RMAOP_RMA_TRANSPORT)",
+                                rmaop__option_value(o->rma.transport, "RMAOP_RMA_TRANSPORT"), rmaop__transport_names, &i));
+  st->transport = (rmaop_transport)i;
+  double store_max = 0;
+  RMAOP_CHECK(rmaop__option_number(ctx, "RMAOP_IPC_STORE_MAX", 1, 0, 0x1p30, "a byte count in [0, 2^30]", &store_max));
+  st->ipc_store_max = (size_t)store_max;
+  RMAOP_CHECK(rmaop__parse_name(ctx, "ipc path (RMAOP_IPC_PATH)", rmaop__option_value(o->rma.ipc_path, "RMAOP_IPC_PATH"),
+                                ipc_path_names, &i));
+  st->ipc_path = i;
+  RMAOP_REQUIRE(ctx, st->transport != RMAOP_TRANSPORT_IPC || ctx->memory == RMAOP_MEMORY_DEVICE, RMAOP_ERR_UNSUPPORTED,
+                "rma transport \"ipc\" moves GPU memory: it needs RMAOP_MEMORY=device");
+  return RMAOP_OK;
+}
+
+static void info(const void *settings, rmaop_ctx_info *info) {
+  const rma_settings *st = settings;
+  info->rma.sync = st->sync;
+  info->rma.transport = st->transport;
+}
+
+static const char *sync_name(rmaop_ctx ctx) {
+  return rmaop_sync_name(rma__settings(ctx)->sync);
+}
+
+/* Gets through the public windows reach host memory always, and device memory over ipc: RMAOP_RMA_TRANSPORT=ipc,
+ * or auto with every rank on one node (public GPU windows over mpi or shm stage or are refused, win.c). */
+static int win_gets_direct(rmaop_ctx ctx) {
+  if (ctx->memory == RMAOP_MEMORY_HOST) return 1;
+  const rmaop_transport t = rma__settings(ctx)->transport;
+  return t == RMAOP_TRANSPORT_IPC || (t == RMAOP_TRANSPORT_AUTO && ctx->node_size == ctx->size);
+}
+
+/* ---- context ---- */
+
 static rmaop_status init(rmaop_ctx ctx) {
   rma_ctx *s = NULL;
   RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *s, "rma context state", (void **)&s));
@@ -306,8 +355,8 @@ static void fini(rmaop_ctx ctx) {
   rma_ctx *s = ctx->backend_data;
   if (!s)
     return;
-  rmaop_win_free(&s->win);  /* collective: every rank grew the window at the same calls */
-  rmaop_win_free(&s->dwin); /* collective: made at the same device reduction everywhere */
+  rmaop_win_destroy(&s->win);  /* collective: every rank grew the window at the same calls */
+  rmaop_win_destroy(&s->dwin); /* collective: made at the same device reduction everywhere */
   free(s->peers);
   free(s);
   ctx->backend_data = NULL;
@@ -324,7 +373,7 @@ static rmaop_status grow(rmaop_ctx ctx, rma_ctx *s, int64_t count) {
     cap = count;
   RMAOP_REQUIRE(ctx, (uint64_t)cap <= SIZE_MAX / 2 / sizeof(double) / (uint64_t)ctx->size, RMAOP_ERR_ARG,
                 "rma reduction: %lld doubles per rank from %d ranks do not fit in memory", (long long)count, ctx->size);
-  rmaop_win_free(&s->win);
+  rmaop_win_destroy(&s->win);
   s->cap = 0;
   void *base = NULL;
   /* Host memory on every context: the reduction table passes host doubles. On a device context it takes the
@@ -447,14 +496,14 @@ static rmaop_status reduce_end(rmaop_ctx ctx, void *req) {
  * synchronizes the host. */
 static rmaop_status dred_window(rmaop_ctx ctx, rma_ctx *s) {
   s->dstate = -1;
-  if (ctx->ipc_path != RMAOP__IPC_PATH_KERNEL || ctx->size > RMA_DRED_MAXP || ctx->node_size != ctx->size ||
+  if (rma__settings(ctx)->ipc_path != RMA_IPC_PATH_KERNEL || ctx->size > RMA_DRED_MAXP || ctx->node_size != ctx->size ||
       !rma__plan_on_device(ctx) || rma__gpu_over_mpi(ctx))
     return RMAOP_OK; /* the same answer on every rank: the inputs are the context's, agreed at creation */
   const size_t P = (size_t)ctx->size, bytes = 2 * P * RMA_DRED_MAXC * sizeof(double) + (P + 1) * sizeof(uint32_t);
   void *base = NULL;
   RMAOP_CHECK(rma__win_make(ctx, 1, NULL, bytes, RMA_WIN_DEVICE, &s->dwin, &base));
   if (!s->dwin->device || !s->dwin->ipc) { /* not an ipc window after all: the plan path */
-    rmaop_win_free(&s->dwin);
+    rmaop_win_destroy(&s->dwin);
     return RMAOP_OK;
   }
   s->dstate = 1;
@@ -514,6 +563,13 @@ static const char *reduce_transport(rmaop_ctx ctx) {
 
 const rmaop_backend rmaop__rma_backend = {
     .name = "rma",
+    .config = rma_rows,
+    .nconfig = (int)(sizeof rma_rows / sizeof rma_rows[0]),
+    .settings_size = sizeof(rma_settings),
+    .settings_parse = settings_parse,
+    .info = info,
+    .sync_name = sync_name,
+    .win_gets_direct = win_gets_direct,
     .init = init,
     .fini = fini,
     .plan_setup = plan_setup,

@@ -9,7 +9,7 @@
 #ifndef RMAOP_RMA_WIN_H
 #define RMAOP_RMA_WIN_H
 
-#include "rmaop_impl.h"
+#include "rma_settings.h"
 
 /* How bytes and notifications reach one peer. `disp` is a byte displacement in the peer's window;
  * `slot` indexes a control area (lock mode, see struct rmaop_win_s). */

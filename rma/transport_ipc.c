@@ -54,7 +54,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "device.h"
+#include "device/device.h"
+#include "device/gpu_check.h"
 #include "ipc_batch.h"
 
 /* What one rank publishes at creation. */
@@ -81,13 +82,6 @@ typedef struct {
 
 #define STREAM(w) ((cudaStream_t)(w)->ctx->stream)
 
-#define IPC_CHECK(ctx, call)                                                                                 \
-  do {                                                                                                       \
-    cudaError_t ipc__e = (call);                                                                             \
-    if (ipc__e != cudaSuccess)                                                                               \
-      return RMAOP_ERROR((ctx), RMAOP_ERR_CUDA, "%s failed: %s (%s)", #call, cudaGetErrorString(ipc__e),     \
-                         cudaGetErrorName(ipc__e));                                                          \
-  } while (0)
 
 /* Driver API entry points, from the runtime (cudaGetDriverEntryPointByVersion): the library does not
  * link libcuda, so that it loads on machines without a GPU driver. Resolved at the first GPU window. */
@@ -190,7 +184,7 @@ rmaop_status rma__ipc_local_copy(rmaop_win w, void *dst, const void *src, size_t
   *taken = 0;
   if (!b)
     return RMAOP_OK;
-  if (s->kernel && bytes <= w->ctx->ipc_store_max && b->nwrite + b->nwait == 0 && b->ncopy < RMA_IPC_BATCH_MAX &&
+  if (s->kernel && bytes <= rma__settings(w->ctx)->ipc_store_max && b->nwrite + b->nwait == 0 && b->ncopy < RMA_IPC_BATCH_MAX &&
       b->copy_bytes + bytes <= RMA_IPC_BATCH_BYTES) {
     b->copy[b->ncopy++] = (rma_ipc_copy){dst, src, (uint64_t)bytes};
     b->copy_bytes += bytes;
@@ -209,7 +203,7 @@ static rmaop_status ipc_put(rmaop_win w, const void *origin, size_t bytes, int t
   rma_ipc_batch *b = &s->batch;
   char *dst = w->peer_base[target] + disp;
   /* A kernel reads the origin: device (or managed) memory only; a host origin goes by the copy engine. */
-  if (s->kernel && bytes <= w->ctx->ipc_store_max && rmaop__dev_is_device_ptr(origin)) {
+  if (s->kernel && bytes <= rma__settings(w->ctx)->ipc_store_max && rmaop__dev_is_device_ptr(origin)) {
     if (b->nwrite || b->nwait || b->ncopy == RMA_IPC_BATCH_MAX || b->copy_bytes + bytes > RMA_IPC_BATCH_BYTES)
       RMAOP_CHECK(launch_batch(w)); /* copies come first in a batch */
     b->copy[b->ncopy++] = (rma_ipc_copy){dst, origin, (uint64_t)bytes};
@@ -217,13 +211,13 @@ static rmaop_status ipc_put(rmaop_win w, const void *origin, size_t bytes, int t
     return RMAOP_OK;
   }
   RMAOP_CHECK(launch_batch(w)); /* the flags that follow go in a later kernel (or memop): after the copy */
-  IPC_CHECK(w->ctx, cudaMemcpyAsync(dst, origin, bytes, cudaMemcpyDefault, STREAM(w)));
+  RMAOP_CHECK_CUDA(w->ctx, cudaMemcpyAsync(dst, origin, bytes, cudaMemcpyDefault, STREAM(w)));
   return RMAOP_OK;
 }
 
 static rmaop_status ipc_get(rmaop_win w, void *origin, size_t bytes, int target, size_t disp) {
   RMAOP_CHECK(launch_batch(w)); /* a "done" must not overtake the read: it follows in stream order */
-  IPC_CHECK(w->ctx, cudaMemcpyAsync(origin, w->peer_base[target] + disp, bytes, cudaMemcpyDefault, STREAM(w)));
+  RMAOP_CHECK_CUDA(w->ctx, cudaMemcpyAsync(origin, w->peer_base[target] + disp, bytes, cudaMemcpyDefault, STREAM(w)));
   return RMAOP_OK;
 }
 
@@ -286,7 +280,7 @@ static rmaop_status ipc_wait_flag(rmaop_win w, int slot, int64_t value) {
 static rmaop_status ipc_read_flag(rmaop_win w, int slot, int64_t *value) {
   ipc_state *s = w->ipc;
   uint32_t v = 0;
-  IPC_CHECK(w->ctx, cudaMemcpy(&v, s->ctrl + slot, sizeof v, cudaMemcpyDeviceToHost));
+  RMAOP_CHECK_CUDA(w->ctx, cudaMemcpy(&v, s->ctrl + slot, sizeof v, cudaMemcpyDeviceToHost));
   *value = (int64_t)v;
   return RMAOP_OK;
 }
@@ -322,7 +316,7 @@ static rmaop_status make_local(rmaop_win w, void *user_base, size_t bytes, ipc_c
   RMAOP_CHECK(rmaop__calloc(ctx, P, sizeof *s->peer_ctrl, "ipc flag mappings", (void **)&s->peer_ctrl));
   RMAOP_CHECK(rmaop__calloc(ctx, P, sizeof *s->data_map, "ipc memory mappings", (void **)&s->data_map));
   RMAOP_CHECK(rmaop__dev_malloc(ctx, sizeof *s->blocks_done, "ipc batch counter", (void **)&s->blocks_done));
-  s->kernel = ctx->ipc_path == RMAOP__IPC_PATH_KERNEL; /* auto: copy (see the top of this file) */
+  s->kernel = rma__settings(ctx)->ipc_path == RMA_IPC_PATH_KERNEL; /* auto: copy (see the top of this file) */
   RMAOP_REQUIRE(ctx, !s->kernel || P <= 32768, RMAOP_ERR_UNSUPPORTED,
                 "the ipc kernel path indexes flag counters with 16 bits: %zu ranks are too many", P);
   if (s->kernel) {
@@ -359,7 +353,7 @@ static rmaop_status make_local(rmaop_win w, void *user_base, size_t bytes, ipc_c
   /* The zero fill (cudaMemset, legacy default stream) must be complete before any peer can write a
    * flag. Not cudaDeviceSynchronize: the context's stream may be waiting for a flag that a peer only
    * writes after this collective call; the non-blocking stream is not waited for here. */
-  IPC_CHECK(ctx, cudaStreamSynchronize(0));
+  RMAOP_CHECK_CUDA(ctx, cudaStreamSynchronize(0));
   if (alloc_base) {
     cudaError_t e = cudaIpcGetMemHandle(&card->data, alloc_base);
     RMAOP_REQUIRE(ctx, e == cudaSuccess, w->owns_memory ? RMAOP_ERR_CUDA : RMAOP_ERR_UNSUPPORTED,
@@ -369,7 +363,7 @@ static rmaop_status make_local(rmaop_win w, void *user_base, size_t bytes, ipc_c
     card->has_data = 1;
     card->data_offset = offset;
   }
-  IPC_CHECK(ctx, cudaIpcGetMemHandle(&card->ctrl, s->ctrl));
+  RMAOP_CHECK_CUDA(ctx, cudaIpcGetMemHandle(&card->ctrl, s->ctrl));
 
   int flush = 0;
   if (cudaDeviceGetAttribute(&flush, cudaDevAttrCanFlushRemoteWrites, ctx->device) != cudaSuccess) {

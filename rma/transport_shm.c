@@ -86,7 +86,7 @@ const rma_transport rma__transport_self = {
 };
 
 #ifdef RMAOP_HAVE_CUDA
-#include "device.h"
+#include "device/device.h"
 
 /* ---- self on a GPU window over MPI: this rank's own device memory. MPI to oneself is not part of a PSCW
  * access epoch (self is never in the start group), so the copy stays local: cudaMemcpyAsync on the

@@ -35,7 +35,7 @@
 #include <stdio.h>
 
 #ifdef RMAOP_HAVE_CUDA
-#include "device.h"
+#include "device/device.h"
 #endif
 
 #define RMA_ALIGN ((size_t)64) /* control area on its own cache lines */
@@ -59,7 +59,7 @@ const rma_transport *rma__choose_transport(rmaop_ctx ctx, int device, int shared
 #endif
   if (peer == ctx->rank)
     return &rma__transport_self;
-  if (shared && ctx->rma_transport != RMAOP_TRANSPORT_MPI)
+  if (shared && rma__settings(ctx)->transport != RMAOP_TRANSPORT_MPI)
     return &rma__transport_shm;
   return &rma__transport_mpi;
 }
@@ -69,10 +69,10 @@ int rma__gpu_over_mpi(rmaop_ctx ctx) {
   /* Lock mode is left out: with Open MPI 5.0.7 + UCX 1.13 its passive-target epoch over GPU memory hung
    * in the halo test (2 ranks on one H100) while fence and pscw passed; until that is understood lock
    * mode stages through host memory on this transport. */
-  if (ctx->memory != RMAOP_MEMORY_DEVICE || !ctx->mpi_cuda_aware || ctx->size == 1 || ctx->rma_sync == RMAOP_SYNC_LOCK)
+  if (ctx->memory != RMAOP_MEMORY_DEVICE || !ctx->mpi_cuda_aware || ctx->size == 1 || rma__settings(ctx)->sync == RMAOP_SYNC_LOCK)
     return 0;
-  return ctx->rma_transport == RMAOP_TRANSPORT_MPI ||
-         (ctx->rma_transport == RMAOP_TRANSPORT_AUTO && ctx->node_size != ctx->size);
+  return rma__settings(ctx)->transport == RMAOP_TRANSPORT_MPI ||
+         (rma__settings(ctx)->transport == RMAOP_TRANSPORT_AUTO && ctx->node_size != ctx->size);
 #else
   (void)ctx;
   return 0;
@@ -82,8 +82,8 @@ int rma__gpu_over_mpi(rmaop_ctx ctx) {
 int rma__plan_on_device(rmaop_ctx ctx) {
   if (ctx->memory != RMAOP_MEMORY_DEVICE)
     return 0;
-  return ctx->rma_transport == RMAOP_TRANSPORT_IPC || rma__gpu_over_mpi(ctx) ||
-         (ctx->rma_transport == RMAOP_TRANSPORT_AUTO && ctx->node_size == ctx->size);
+  return rma__settings(ctx)->transport == RMAOP_TRANSPORT_IPC || rma__gpu_over_mpi(ctx) ||
+         (rma__settings(ctx)->transport == RMAOP_TRANSPORT_AUTO && ctx->node_size == ctx->size);
 }
 
 /* ---- creation ---- */
@@ -101,7 +101,7 @@ static rmaop_status check_device(rmaop_ctx ctx, const char *fn) {
   RMAOP_REQUIRE(ctx, ctx->memory == RMAOP_MEMORY_DEVICE, RMAOP_ERR_INTERNAL, "%s: GPU window on a host context", fn);
   if (rma__gpu_over_mpi(ctx))
     return RMAOP_OK;
-  const rmaop_transport t = ctx->rma_transport;
+  const rmaop_transport t = rma__settings(ctx)->transport;
   RMAOP_REQUIRE(ctx, t == RMAOP_TRANSPORT_AUTO || t == RMAOP_TRANSPORT_IPC, RMAOP_ERR_UNSUPPORTED,
                 "%s: windows over GPU memory use the ipc transport, or mpi with a CUDA-aware MPI; "
                 "RMAOP_RMA_TRANSPORT=%s cannot hold them here (shm: host shared memory cannot hold GPU memory; "
@@ -129,14 +129,14 @@ static rmaop_status check_create(rmaop_ctx ctx, const char *fn, int allocate, in
   if (device)
     return check_device(ctx, fn);
   /* A host window on a device context (staged plans, reductions) reads ipc as auto. */
-  RMAOP_REQUIRE(ctx, ctx->rma_transport != RMAOP_TRANSPORT_IPC || ctx->memory == RMAOP_MEMORY_DEVICE,
+  RMAOP_REQUIRE(ctx, rma__settings(ctx)->transport != RMAOP_TRANSPORT_IPC || ctx->memory == RMAOP_MEMORY_DEVICE,
                 RMAOP_ERR_UNSUPPORTED, "%s: the ipc transport needs device memory (RMAOP_MEMORY=device)", fn);
-  RMAOP_REQUIRE(ctx, allocate || ctx->rma_transport != RMAOP_TRANSPORT_SHM, RMAOP_ERR_UNSUPPORTED,
+  RMAOP_REQUIRE(ctx, allocate || rma__settings(ctx)->transport != RMAOP_TRANSPORT_SHM, RMAOP_ERR_UNSUPPORTED,
                 "%s: the shm transport (RMAOP_RMA_TRANSPORT=shm) can only reach memory allocated by MPI; use "
                 "rmaop_win_allocate, or RMAOP_RMA_TRANSPORT=mpi|auto for user memory",
                 fn);
   const int one_node = ctx->node_size == ctx->size;
-  if (!one_node && ctx->rma_transport == RMAOP_TRANSPORT_SHM) {
+  if (!one_node && rma__settings(ctx)->transport == RMAOP_TRANSPORT_SHM) {
     const int off = off_node_rank(ctx);
     return RMAOP_ERROR(ctx, RMAOP_ERR_UNSUPPORTED,
                        "%s: RMAOP_RMA_TRANSPORT=shm but rank %d is on another node than rank %d (shared memory "
@@ -154,7 +154,7 @@ static rmaop_status win_struct_new(rmaop_ctx ctx, rmaop_win *out) {
   w->ctx = ctx;
   w->rank = ctx->rank;
   w->size = ctx->size;
-  w->sync = ctx->rma_sync;
+  w->sync = rma__settings(ctx)->sync;
   w->win = w->cwin = MPI_WIN_NULL;
   w->comm_group = w->post_group = w->start_group = MPI_GROUP_NULL;
   rmaop_status st = rmaop__calloc(ctx, P, sizeof *w->sizes, "window sizes", (void **)&w->sizes);
@@ -171,7 +171,7 @@ static rmaop_status win_struct_new(rmaop_ctx ctx, rmaop_win *out) {
   if (st == RMAOP_OK)
     st = rmaop__calloc(ctx, P, 1, "window roles", (void **)&w->role);
   if (st != RMAOP_OK) {
-    rmaop_win_free(&w);
+    rmaop_win_destroy(&w);
     return st;
   }
   w->in_epochs = w->out_epochs + P;
@@ -368,7 +368,7 @@ rmaop_status rma__win_make(rmaop_ctx ctx, int allocate, void *user_base, size_t 
     st = rmaop__agree(ctx, build(w, user_base, bytes), fn);
   }
   if (st != RMAOP_OK) {
-    rmaop_win_free(&w);
+    rmaop_win_destroy(&w);
     return st;
   }
   w->built = 1;
@@ -390,7 +390,7 @@ rmaop_status rmaop_win_create(rmaop_ctx ctx, void *base, size_t bytes, rmaop_win
 
 /* ---- free ---- */
 
-void rmaop_win_free(rmaop_win *pw) {
+void rmaop_win_destroy(rmaop_win *pw) {
   if (!pw || !*pw)
     return;
   rmaop_win w = *pw;

@@ -816,8 +816,8 @@ rmaop_status roof_path_ctx(const char *backend, const char *sync, const char *tr
   opts.backend = backend;
   opts.memory = memory;
   if (strcmp(backend, "rma") == 0) {
-    opts.rma_sync = sync;
-    opts.rma_transport = transport;
+    opts.rma.sync = sync;
+    opts.rma.transport = transport;
   }
   opts.trace = 0;
   opts.timeout = 60; /* a lost peer ends the tool with an error instead of hanging a CI job */

@@ -264,7 +264,7 @@ double roof_path_cold_fraction(const roof_cache *c, const roof_path *p, const ch
  * stored VM checks that recorded the curve it puts bdiag within 25 % on 44 of 49 (path, check) pairs against 39
  * with the fresh-bytes curve, deriv1d on 47 against 45. */
 double roof_path_same_fraction(const roof_cache *c, const roof_path *p, double reuse_bytes);
-/* Bytes one rank streams per CGLS iteration (src/solver.c, rmaop_solve_cgls): every vector an operation
+/* Bytes one rank streams per CGLS iteration (src/solvers/solver.c, rmaop_solve_cgls): every vector an operation
  * reads or writes counts once: 8 passes over model-space vectors (local length @p model_local), 6 over
  * data-space vectors (@p data_local), of @p elem bytes each, plus @p op_bytes (the operator's own storage,
  * e.g. a dense block) read by one apply and one adjoint. */

@@ -252,7 +252,7 @@ static rmaop_status timed_solves(solve_state *s, const roof_run_options *o, int 
       *iterations += info.iterations;
       local[0] += info.time_total;
       local[1] += info.time_comm;
-      rmaop_solver_info_free(&info);
+      rmaop_solver_info_destroy(&info);
     }
   MPI_Allreduce(local, t, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return st;
@@ -268,7 +268,7 @@ static int run_path(const char *name, const roof_run_options *o, roof_run *r) {
   memset(&s, 0, sizeof s);
   rmaop_status st = open_path(name, o, &s);
   if (st == RMAOP_OK && (st = solve(&s, o->niter, &warm)) == RMAOP_OK)
-    rmaop_solver_info_free(&warm);
+    rmaop_solver_info_destroy(&warm);
   double t[2] = {0, 0}, tsync[2];
   int iterations = 0, synced_iterations = 0;
   if (st == RMAOP_OK)

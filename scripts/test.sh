@@ -32,8 +32,10 @@ case " $* " in
 *)
   if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }; then
     ngpu="$(ctest --test-dir "$BUILD_DIR" -N -L '^gpu4?$' 2>/dev/null | sed -nE 's/^Total Tests: ([0-9]+).*/\1/p')"
-    rmaop_log "no GPU visible: the ${ngpu:-0} gpu-labelled tests are not run (on a GPU machine: scripts/gpu-check.sh)"
-    ctest_filter=(-LE '^gpu4?$')
+    if [ "${ngpu:-0}" -gt 0 ]; then
+      rmaop_log "no GPU visible: the $ngpu gpu-labelled tests are not run (on a GPU machine: scripts/gpu-check.sh)"
+      ctest_filter=(-LE '^gpu4?$')
+    fi
   fi
   ;;
 esac

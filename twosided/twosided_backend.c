@@ -19,8 +19,9 @@
  * context's stream first (the kernels that produced src must be done before MPI reads it). Without one,
  * sends read the core's host copy of the send ranges (rmaop__plan_send_src), receives land in host
  * staging, and rmaop__plan_unpack copies it to the device; nothing is received straight into dst. */
-#include "rmaop_impl.h"
-#include "device.h"
+#include "core/dtype.h"
+#include "core/backend.h"
+#include "device/device.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -405,10 +406,9 @@ static rmaop_status begin_failed(rmaop_plan plan, rmaop_status st, int nrecv_sta
   }
   for (int k = nsend_started; k < ns; ++k)
     MPI_Isend(NULL, 0, MPI_BYTE, plan->send_peers[k], t->tag, ctx->comm, &t->req[nr + ns + k]);
-  char saved[sizeof ctx->last_error];
-  memcpy(saved, ctx->last_error, sizeof saved);
+  rmaop__error_hold(ctx, 1); /* the first failure is the one to report */
   (void)wait_all(ctx, nr + 2 * ns, nr, plan->recv_peers, t->req, t->stat, "twosided plan (draining after a failure)");
-  memcpy(ctx->last_error, saved, sizeof saved); /* the first failure is the one to report */
+  rmaop__error_hold(ctx, 0);
   return st;
 }
 
@@ -497,7 +497,8 @@ static rmaop_status ts_plan_end(rmaop_plan plan) {
                          (long long)plan->recv_peer_count[k]);
   }
   /* Origins received straight into dst are already in place. */
-  return rmaop__plan_unpack_skip(plan, t->staging, plan->cur_src, plan->cur_dst, plan->cur_mode, t->in_place);
+  const rmaop__unpack_from from = {.staging = t->staging, .skip = t->in_place};
+  return rmaop__plan_unpack(plan, &from);
 }
 
 /* ---- reductions ---------------------------------------------------------------------------------- */

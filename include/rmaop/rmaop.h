@@ -92,13 +92,16 @@ typedef struct rmaop_request_s *rmaop_request;
 typedef struct {
   const char *backend;       /**< "rma" | "twosided" | "nccl"; RMAOP_BACKEND; default "rma" */
   const char *memory;        /**< "host" | "device"; RMAOP_MEMORY; default "host" */
-  const char *rma_sync;      /**< "fence" | "pscw" | "lock"; RMAOP_RMA_SYNC; default "lock" */
-  const char *rma_transport; /**< "auto" | "mpi" | "shm" | "ipc"; RMAOP_RMA_TRANSPORT; default "auto" */
   int trace;                 /**< RMAOP_TRACE_OFF | _ON | _SYNCED; RMAOP_TRACE; default off */
   double timeout;            /**< seconds a wait on a peer may last (rma lock mode's flag waits; MPI's own
                                   fence and PSCW block inside MPI); RMAOP_TIMEOUT; default 300 */
-  const char *ipc_path;      /**< "auto" | "kernel" | "copy": how the ipc transport moves small epochs
-                                  (README, RMAOP_IPC_PATH); default "auto" (= copy) */
+  /** The rma backend's options (checked whatever the backend; the public window API reads them too). */
+  struct {
+    const char *sync;      /**< "fence" | "pscw" | "lock"; RMAOP_RMA_SYNC; default "lock" */
+    const char *transport; /**< "auto" | "mpi" | "shm" | "ipc"; RMAOP_RMA_TRANSPORT; default "auto" */
+    const char *ipc_path;  /**< "auto" | "kernel" | "copy": how the ipc transport moves small epochs
+                                (README, RMAOP_IPC_PATH); default "auto" (= copy) */
+  } rma;
 } rmaop_ctx_options;
 
 /** Fills @p opts with "unset" (NULL strings, -1 numbers) so every field comes from the environment. */
@@ -128,12 +131,15 @@ typedef struct {
   int rank, size;
   const char *backend;
   rmaop_memory memory;
-  rmaop_sync rma_sync;
-  rmaop_transport rma_transport;
   int trace;
   double timeout;
   int graph_capture; /**< 1: a device context whose plans, device reductions and vector kernels can be captured
-                          into CUDA graphs (rmaop_ctx_stream says which paths); 0 otherwise */
+                          into CUDA graphs (rmaop_ctx_get_stream says which paths); 0 otherwise */
+  /** The rma backend's settings (what its public windows use, whatever the backend). */
+  struct {
+    rmaop_sync sync;
+    rmaop_transport transport;
+  } rma;
 } rmaop_ctx_info;
 rmaop_status rmaop_ctx_get_info(rmaop_ctx ctx, rmaop_ctx_info *info);
 
@@ -165,7 +171,7 @@ rmaop_status rmaop_ctx_synchronize(rmaop_ctx ctx);
  * (or use rmaop_ctx_synchronize() after the capture ended) before the host reads results.
  * @return RMAOP_ERR_ARG when @p ctx is not a device context (host memory has no stream).
  */
-rmaop_status rmaop_ctx_stream(rmaop_ctx ctx, void **stream);
+rmaop_status rmaop_ctx_get_stream(rmaop_ctx ctx, void **stream);
 
 /** Comma-separated names of the backends built into this library ("rma,twosided[,nccl]"). */
 const char *rmaop_backends_available(void);
@@ -178,10 +184,12 @@ const char *rmaop_backends_available(void);
  */
 rmaop_status rmaop_allreduce(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op,
                              const char *label);
-/** Non-blocking form of rmaop_allreduce(): @p out is valid after rmaop_request_wait(). Collective.
- *  @p in must not change and @p out must not be read before the wait. */
+/** Non-blocking form of rmaop_allreduce(): @p out is valid after rmaop_allreduce_end(). Collective.
+ *  @p in must not change and @p out must not be read before the end. */
 rmaop_status rmaop_allreduce_begin(rmaop_ctx ctx, const double *in, double *out, int64_t count,
                                    rmaop_redop op, const char *label, rmaop_request *req);
+/** Completes rmaop_allreduce_begin() (rmaop_request_wait() under its own name); *req becomes NULL. */
+rmaop_status rmaop_allreduce_end(rmaop_request *req);
 /** Completes a request and frees it (sets *req to NULL). */
 rmaop_status rmaop_request_wait(rmaop_request *req);
 /**
@@ -288,9 +296,11 @@ rmaop_status rmaop_vec_dot(rmaop_vec x, rmaop_vec y, double _Complex *r);
 rmaop_status rmaop_vec_norm2(rmaop_vec x, double *r);
 /** r[k] = dot(x[k], y[k]) for k < n, all in ONE reduction. Collective. */
 rmaop_status rmaop_vec_mdot(int n, const rmaop_vec x[], const rmaop_vec y[], double _Complex r[]);
-/** Non-blocking rmaop_vec_mdot: @p r is written by rmaop_request_wait(). Collective. */
+/** Non-blocking rmaop_vec_mdot: @p r is written by rmaop_vec_mdot_end(). Collective. */
 rmaop_status rmaop_vec_mdot_begin(int n, const rmaop_vec x[], const rmaop_vec y[], double _Complex r[],
                                   rmaop_request *req);
+/** Completes rmaop_vec_mdot_begin() (rmaop_request_wait() under its own name); *req becomes NULL. */
+rmaop_status rmaop_vec_mdot_end(rmaop_request *req);
 /**
  * The n dots left where the vectors live: r[2k] and r[2k + 1] are the real and imaginary parts of
  * dot(x[k], y[k]). On a device context @p r is device memory (2n doubles), n <= 8, the vectors are
@@ -395,7 +405,7 @@ rmaop_status rmaop_win_epoch_end(rmaop_win win);
 /** Transport used towards @p peer ("shm", "mpi", "ipc", "self"). */
 rmaop_status rmaop_win_peer_transport(rmaop_win win, int peer, rmaop_transport *transport);
 /** Frees a window (and memory from rmaop_win_allocate). Collective. Sets *win to NULL. */
-void rmaop_win_free(rmaop_win *win);
+void rmaop_win_destroy(rmaop_win *win);
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Linear operators (PyLops-MPI semantics): y = A x and x = A^H y                                   */
@@ -478,7 +488,7 @@ typedef struct {
 /** Weighted sum of second derivatives (PyLops Laplacian). Collective. */
 rmaop_status rmaop_op_create_laplacian(rmaop_ctx ctx, const rmaop_laplacian_spec *spec, rmaop_op *A);
 
-/* ---- N-D halo on a cartesian process grid; gradient (src/op_halo.c, src/op_grad.c) ---- */
+/* ---- N-D halo on a cartesian process grid; gradient (src/ops/op_halo.c, src/ops/op_grad.c) ---- */
 
 #define RMAOP_HALO_MAX_DIMS 4
 /** An N-D halo (PyLops-MPI MPIHalo): the global array (row-major) is split in blocks over a cartesian
@@ -580,7 +590,7 @@ typedef struct {
  * x M block j, Y(i, j) = N block i x M block j.
  * @return RMAOP_ERR_ARG for a bad kind, negative size or rank outside [0, P).
  */
-rmaop_status rmaop_matmul_get_blocks(rmaop_ctx ctx, rmaop_matmul_kind kind, int64_t N, int64_t K, int64_t M, int rank,
+rmaop_status rmaop_op_matmul_get_blocks(rmaop_ctx ctx, rmaop_matmul_kind kind, int64_t N, int64_t K, int64_t M, int rank,
                                      rmaop_matmul_blocks *blocks);
 
 /** Options of a distributed dense multiply. */
@@ -588,14 +598,14 @@ typedef struct {
   rmaop_matmul_kind kind;
   rmaop_dtype dtype;
   int64_t N, K, M;       /**< global sizes (equal on every rank) */
-  int64_t nrows, ncols;  /**< this rank's block of A: must be a_nrows x a_ncols of rmaop_matmul_get_blocks */
+  int64_t nrows, ncols;  /**< this rank's block of A: must be a_nrows x a_ncols of rmaop_op_matmul_get_blocks */
   const void *A;         /**< nrows x ncols of the dtype, row-major, host memory (copied; NULL when empty) */
   const char *label;     /**< trace name of its exchanges; NULL: "matmul" */
 } rmaop_matmul_spec;
 
 /**
  * Y = A X as an operator (PyLops-MPI MPIMatrixMult; adjoint X = A^H Y). Collective. Model and data are
- * SCATTER layouts of the blocks rmaop_matmul_get_blocks gives (x_nrows * x_ncols and y_nrows * y_ncols
+ * SCATTER layouts of the blocks rmaop_op_matmul_get_blocks gives (x_nrows * x_ncols and y_nrows * y_ncols
  * elements here).
  * - RMAOP_MATMUL_BLOCK: the forward allgathers X's row blocks with one plan (every rank then holds X,
  *   K x M) and multiplies its rows of A; the adjoint multiplies A_r^H Y_r (K x M) and sums the row blocks
@@ -705,21 +715,21 @@ typedef struct {
 typedef struct {
   int iterations;
   rmaop_reason reason;
-  double *history;    /**< iterations + 1 residual norms (CGLS: ||y - A x_k||); free with rmaop_solver_info_free */
+  double *history;    /**< iterations + 1 residual norms (CGLS: ||y - A x_k||); free with rmaop_solver_info_destroy */
   double time_total;  /**< seconds in the solver */
   double time_comm;   /**< of which in plan executions and reductions (begin to end, from the trace clock) */
   int graph;          /**< 1: the iterations were replayed from a CUDA graph (CG, CGLS, RMAOP_SOLVER_SCALARS=graph, on a
-                           path that can capture: rmaop_ctx_stream); the trace then holds the captured iteration
+                           path that can capture: rmaop_ctx_get_stream); the trace then holds the captured iteration
                            once, and time_comm only its capture */
 } rmaop_solver_info;
 
 void rmaop_solver_options_init(rmaop_solver_options *opts);
-void rmaop_solver_info_free(rmaop_solver_info *info);
+void rmaop_solver_info_destroy(rmaop_solver_info *info);
 /** Conjugate gradient for Hermitian positive definite A (PyLops CG recurrences). Collective. */
 rmaop_status rmaop_solve_cg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *opts, rmaop_solver_info *info);
 /** CGLS with damping (PyLops CGLS recurrences; history[0] = ||y - A x0||). Collective. */
 rmaop_status rmaop_solve_cgls(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *opts, rmaop_solver_info *info);
-/* ---- LSQR and pipelined CG (src/solver_krylov.c) ---- */
+/* ---- LSQR and pipelined CG (src/solvers/solver_krylov.c) ---- */
 /**
  * LSQR with damping (Paige & Saunders 1982; PyLops LSQR recurrences): minimizes ||y - A x||^2 + damp^2 ||x||^2.
  * Collective (every rank of A's context, same options).

@@ -166,7 +166,7 @@ START_TEST(test_public_gpu_window) {
     double h[2] = {-1, -1};
     RT_OK(rmaop_vec_read_local(dst, h));
     RT_CHECK(h[0] == 0.0 && h[1] == creal(v(left, 0)), "window holds %g %g, want 0 %g", h[0], h[1], creal(v(left, 0)));
-    rmaop_win_free(&win);
+    rmaop_win_destroy(&win);
   }
   rmaop_vec_destroy(&src);
   rmaop_vec_destroy(&dst);
@@ -175,7 +175,7 @@ END_TEST
 
 /* ---- CUDA graphs ---- */
 
-/* Whether this run's path may capture plans (rmaop.h, rmaop_ctx_stream): one rank, nccl, or rma over ipc on
+/* Whether this run's path may capture plans (rmaop.h, rmaop_ctx_get_stream): one rank, nccl, or rma over ipc on
  * the kernel path. Taken from the environment the test list sets, not from the library. */
 static int capture_expected(void) {
   const char *b = getenv("RMAOP_BACKEND"), *t = getenv("RMAOP_RMA_TRANSPORT"), *k = getenv("RMAOP_IPC_PATH");
@@ -241,7 +241,7 @@ static void capture_and_replay(rmaop_plan p, rmaop_vec x, rmaop_vec y, cudaStrea
  * (rmaop_ctx_synchronize, dots) and public epochs refuse the same way on every path. */
 START_TEST(test_plan_graph_capture) {
   void *sv = NULL;
-  RT_OK(rmaop_ctx_stream(ctx, &sv));
+  RT_OK(rmaop_ctx_get_stream(ctx, &sv));
   cudaStream_t st = (cudaStream_t)sv;
   rmaop_ctx_info ci;
   RT_OK(rmaop_ctx_get_info(ctx, &ci));
@@ -304,7 +304,7 @@ START_TEST(test_allreduce_graph_capture) {
   if (!rt_all(capture_expected()))
     return; /* the refusal is test_plan_graph_capture's */
   void *sv = NULL;
-  RT_OK(rmaop_ctx_stream(ctx, &sv));
+  RT_OK(rmaop_ctx_get_stream(ctx, &sv));
   cudaStream_t st = (cudaStream_t)sv;
   double *in = NULL, *out = NULL;
   CUDA_OK(cudaMalloc((void **)&in, 3 * sizeof(double)));

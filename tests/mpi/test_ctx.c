@@ -36,10 +36,10 @@ START_TEST(test_create_from_env) {
   RT_OK(rmaop_ctx_get_info(ctx, &info));
   RT_CHECK(info.rank == rt_rank && info.size == rt_size, "rank %d size %d", info.rank, info.size);
   RT_CHECK(strcmp(info.backend, env_or("RMAOP_BACKEND", "rma")) == 0, "backend %s", info.backend);
-  RT_CHECK(strcmp(rmaop_sync_name(info.rma_sync), env_or("RMAOP_RMA_SYNC", "lock")) == 0, "sync %s",
-           rmaop_sync_name(info.rma_sync));
-  RT_CHECK(strcmp(rmaop_transport_name(info.rma_transport), env_or("RMAOP_RMA_TRANSPORT", "auto")) == 0, "transport %s",
-           rmaop_transport_name(info.rma_transport));
+  RT_CHECK(strcmp(rmaop_sync_name(info.rma.sync), env_or("RMAOP_RMA_SYNC", "lock")) == 0, "sync %s",
+           rmaop_sync_name(info.rma.sync));
+  RT_CHECK(strcmp(rmaop_transport_name(info.rma.transport), env_or("RMAOP_RMA_TRANSPORT", "auto")) == 0, "transport %s",
+           rmaop_transport_name(info.rma.transport));
   RT_CHECK(info.memory == RMAOP_MEMORY_HOST, "memory %s", rmaop_memory_name(info.memory));
   RT_CHECK(info.timeout == atof(env_or("RMAOP_TIMEOUT", "300")), "timeout %g", info.timeout);
   RT_CHECK(info.trace == atoi(env_or("RMAOP_TRACE", "0")), "trace %d", info.trace);
@@ -60,7 +60,7 @@ START_TEST(test_options_struct) {
   rmaop_ctx_options o;
   memset(&o, 0x5a, sizeof o);
   rmaop_ctx_options_init(&o);
-  RT_CHECK(!o.backend && !o.memory && !o.rma_sync && !o.rma_transport && o.trace < 0 && o.timeout < 0,
+  RT_CHECK(!o.backend && !o.memory && !o.rma.sync && !o.rma.transport && o.trace < 0 && o.timeout < 0,
            "options_init does not leave every field unset");
 
   /* Explicit options win over the environment (ctest sets RMAOP_* per entry). */
@@ -70,8 +70,8 @@ START_TEST(test_options_struct) {
   for (int b = 0; b < 2; ++b) {
     for (int s = 0; s < 3; ++s) {
       o.backend = backends[b];
-      o.rma_sync = syncs[s];
-      o.rma_transport = transports[(s + b) % 3];
+      o.rma.sync = syncs[s];
+      o.rma.transport = transports[(s + b) % 3];
       o.trace = 1;
       o.timeout = 12.5;
       rmaop_ctx ctx = NULL;
@@ -79,9 +79,9 @@ START_TEST(test_options_struct) {
       rmaop_ctx_info info;
       RT_OK(rmaop_ctx_get_info(ctx, &info));
       RT_CHECK(strcmp(info.backend, o.backend) == 0, "backend %s, want %s", info.backend, o.backend);
-      RT_CHECK(info.rma_sync == (rmaop_sync)s, "sync %d, want %d", (int)info.rma_sync, s);
-      RT_CHECK(strcmp(rmaop_transport_name(info.rma_transport), o.rma_transport) == 0, "transport %s, want %s",
-               rmaop_transport_name(info.rma_transport), o.rma_transport);
+      RT_CHECK(info.rma.sync == (rmaop_sync)s, "sync %d, want %d", (int)info.rma.sync, s);
+      RT_CHECK(strcmp(rmaop_transport_name(info.rma.transport), o.rma.transport) == 0, "transport %s, want %s",
+               rmaop_transport_name(info.rma.transport), o.rma.transport);
       RT_CHECK(info.trace == 1 && info.timeout == 12.5, "trace %d timeout %g", info.trace, info.timeout);
       rmaop_ctx_destroy(&ctx);
     }
@@ -119,11 +119,11 @@ START_TEST(test_unknown_names) {
   expect_bad_option(&o, "bogus_backend", RMAOP_ERR_ARG);
   RT_MESSAGE_HAS("twosided"); /* the message lists the valid names */
   rmaop_ctx_options_init(&o);
-  o.rma_sync = "bogus_sync";
+  o.rma.sync = "bogus_sync";
   expect_bad_option(&o, "bogus_sync", RMAOP_ERR_ARG);
   RT_MESSAGE_HAS("pscw");
   rmaop_ctx_options_init(&o);
-  o.rma_transport = "bogus_transport";
+  o.rma.transport = "bogus_transport";
   expect_bad_option(&o, "bogus_transport", RMAOP_ERR_ARG);
   rmaop_ctx_options_init(&o);
   o.memory = "bogus_memory";
@@ -131,7 +131,7 @@ START_TEST(test_unknown_names) {
   /* The rma options are checked whatever the backend. */
   o.memory = NULL;
   o.backend = "twosided";
-  o.rma_sync = "sync_for_twosided";
+  o.rma.sync = "sync_for_twosided";
   expect_bad_option(&o, "sync_for_twosided", RMAOP_ERR_ARG);
 }
 END_TEST
@@ -199,11 +199,11 @@ START_TEST(test_bad_arguments) {
   RT_MESSAGE_HAS("rmaop_ctx_synchronize");
   RT_OK(rmaop_ctx_synchronize(ctx)); /* nothing pending: returns at once on host and device */
   void *stream = &info;
-  RT_EXPECT(rmaop_ctx_stream(NULL, &stream), RT_BIT(RMAOP_ERR_ARG));
-  RT_EXPECT(rmaop_ctx_stream(ctx, NULL), RT_BIT(RMAOP_ERR_ARG));
-  RT_EXPECT(rmaop_ctx_stream(ctx, &stream), RT_BIT(RMAOP_ERR_ARG)); /* a host context has no GPU stream */
+  RT_EXPECT(rmaop_ctx_get_stream(NULL, &stream), RT_BIT(RMAOP_ERR_ARG));
+  RT_EXPECT(rmaop_ctx_get_stream(ctx, NULL), RT_BIT(RMAOP_ERR_ARG));
+  RT_EXPECT(rmaop_ctx_get_stream(ctx, &stream), RT_BIT(RMAOP_ERR_ARG)); /* a host context has no GPU stream */
   RT_MESSAGE_HAS("no GPU stream");
-  RT_CHECK(stream == &info, "rmaop_ctx_stream wrote its output on failure");
+  RT_CHECK(stream == &info, "rmaop_ctx_get_stream wrote its output on failure");
   rmaop_ctx_destroy(&ctx);
 }
 END_TEST

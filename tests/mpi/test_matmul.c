@@ -3,7 +3,7 @@
  *
  * Reference: every rank knows the global A (N x K), X (K x M) and the data-side input W (N x M) from
  * rt_value formulas (rounded to the dtype), and computes Y = A X and A^H W serially in double complex
- * (PyLops MatrixMult: y = A x, x = A^H y). The library's local blocks (rmaop_matmul_get_blocks says which)
+ * (PyLops MatrixMult: y = A x, x = A^H y). The library's local blocks (rmaop_op_matmul_get_blocks says which)
  * are compared element by element within rt_tol(dtype) relative to sum |a||x| of the row. Fredholm1 is
  * compared with d[s] = G[s] m[s] and m[s] = G[s]^H d[s] (PyLops Fredholm1) on every rank (broadcast
  * layouts, PyLops-MPI MPIFredholm1). Every operator passes rmaop_op_dottest in every dtype. Sizes are
@@ -78,7 +78,7 @@ static void write_block(rmaop_vec v, rmaop_dtype dt, int s, int64_t row0, int64_
 }
 
 static rmaop_op make_matmul(rmaop_matmul_kind kind, rmaop_dtype dt, const shape *s, rmaop_matmul_blocks *b) {
-  RT_OK(rmaop_matmul_get_blocks(ctx, kind, s->N, s->K, s->M, rt_rank, b));
+  RT_OK(rmaop_op_matmul_get_blocks(ctx, kind, s->N, s->K, s->M, rt_rank, b));
   void *A = rt_alloc(dt, b->a_nrows * b->a_ncols);
   for (int64_t r = 0; r < b->a_nrows; ++r)
     for (int64_t c = 0; c < b->a_ncols; ++c)
@@ -152,7 +152,7 @@ START_TEST(test_blocks_tile) {
     int active = 0;
     for (int r = 0; r < rt_size; ++r) {
       rmaop_matmul_blocks b;
-      RT_OK(rmaop_matmul_get_blocks(ctx, (rmaop_matmul_kind)kind, s.N, s.K, s.M, r, &b));
+      RT_OK(rmaop_op_matmul_get_blocks(ctx, (rmaop_matmul_kind)kind, s.N, s.K, s.M, r, &b));
       area[0] += b.a_nrows * b.a_ncols, area[1] += b.x_nrows * b.x_ncols, area[2] += b.y_nrows * b.y_ncols;
       active += b.active;
     }
@@ -250,7 +250,7 @@ END_TEST
 START_TEST(test_matmul_errors) {
   const shape s = {7, 5, 3};
   rmaop_matmul_blocks b;
-  RT_OK(rmaop_matmul_get_blocks(ctx, RMAOP_MATMUL_BLOCK, s.N, s.K, s.M, rt_rank, &b));
+  RT_OK(rmaop_op_matmul_get_blocks(ctx, RMAOP_MATMUL_BLOCK, s.N, s.K, s.M, rt_rank, &b));
   void *A = rt_alloc(RMAOP_F64, b.a_nrows * b.a_ncols + 1);
   rmaop_matmul_spec spec = {.kind = RMAOP_MATMUL_BLOCK, .dtype = RMAOP_F64, .N = s.N, .K = s.K, .M = s.M,
                             .nrows = b.a_nrows, .ncols = b.a_ncols, .A = A};
@@ -286,9 +286,9 @@ START_TEST(test_matmul_errors) {
   RT_EXPECT(rmaop_op_create_matmul(ctx, &spec, NULL), RT_BIT(RMAOP_ERR_ARG));
   RT_EXPECT(rmaop_op_create_matmul(NULL, &spec, &op), RT_BIT(RMAOP_ERR_ARG));
   RT_CHECK(op == NULL, "output written on failure");
-  RT_EXPECT(rmaop_matmul_get_blocks(ctx, RMAOP_MATMUL_SUMMA, 3, 3, 3, rt_size, &b), RT_BIT(RMAOP_ERR_ARG));
+  RT_EXPECT(rmaop_op_matmul_get_blocks(ctx, RMAOP_MATMUL_SUMMA, 3, 3, 3, rt_size, &b), RT_BIT(RMAOP_ERR_ARG));
   RT_MESSAGE_HAS("rank");
-  RT_EXPECT(rmaop_matmul_get_blocks(ctx, (rmaop_matmul_kind)-1, 3, 3, 3, 0, &b), RT_BIT(RMAOP_ERR_ARG));
+  RT_EXPECT(rmaop_op_matmul_get_blocks(ctx, (rmaop_matmul_kind)-1, 3, 3, 3, 0, &b), RT_BIT(RMAOP_ERR_ARG));
   RT_MESSAGE_HAS("kind = -1");
 
   /* applying to vectors of the wrong shape: x and y swapped (K x M model, N x M data) */

@@ -107,7 +107,7 @@ typedef struct {
 } run_cfg;
 
 /* Solves with the library and serially; checks history (relative, no floor), x, iterations, reason, the callback,
- * that x0 is unchanged and that rmaop_solver_info_free clears the history. Returns the reference (caller frees
+ * that x0 is unchanged and that rmaop_solver_info_destroy clears the history. Returns the reference (caller frees
  * ref->x). */
 static void run_solve(const st_problem *p, rmaop_dtype d, const run_cfg *rc, st_ref *ref) {
   st_solve_vecs v = st_solve_vecs_create(p, d, rc->with_x0, rc->zero_y);
@@ -132,8 +132,8 @@ static void run_solve(const st_problem *p, rmaop_dtype d, const run_cfg *rc, st_
     const int ok = st_x_matches(v.x0, v.x0g, 0.0, msg, sizeof msg);
     RT_CHECK(ok, "%s: x0 changed: %s", what, msg);
   }
-  rmaop_solver_info_free(&info);
-  RT_CHECK(info.history == NULL, "rmaop_solver_info_free did not clear history");
+  rmaop_solver_info_destroy(&info);
+  RT_CHECK(info.history == NULL, "rmaop_solver_info_destroy did not clear history");
   st_solve_vecs_free(&v);
 }
 
@@ -263,7 +263,7 @@ START_TEST(test_callback_error) {
     rmaop_status st = cgls ? rmaop_solve_cgls(p.A, y, x, &o, &info) : rmaop_solve_cg(p.A, y, x, &o, &info);
     RT_CHECK(st == RMAOP_ERR_UNSUPPORTED && cb.calls == 2, "%s: callback error at iteration 2 -> %s after %d calls",
              cgls ? "CGLS" : "CG", rmaop_status_string(st), cb.calls);
-    rmaop_solver_info_free(&info);
+    rmaop_solver_info_destroy(&info);
     rmaop_vec_destroy(&y), rmaop_vec_destroy(&x);
     st_problem_free(&p);
   }
@@ -302,14 +302,14 @@ START_TEST(test_bad_options) {
     RT_EXPECT(solver(p.A, y, x, &o, &info), RT_BIT(RMAOP_ERR_ARG));
   }
   rmaop_solver_options_init(NULL); /* no-op */
-  rmaop_solver_info_free(NULL);
+  rmaop_solver_info_destroy(NULL);
   st_bad_vecs_free(&bv);
   st_problem_free(&p);
 }
 END_TEST
 
 /* Whether CG and CGLS with RMAOP_SOLVER_SCALARS=graph may replay a CUDA graph on this run's path (rmaop.h,
- * rmaop_ctx_stream): device memory and one rank, nccl, or rma over ipc on the kernel path. From the
+ * rmaop_ctx_get_stream): device memory and one rank, nccl, or rma over ipc on the kernel path. From the
  * environment the test list sets, not from the library. */
 static int graph_expected(void) {
   const char *m = getenv("RMAOP_MEMORY"), *b = getenv("RMAOP_BACKEND"), *t = getenv("RMAOP_RMA_TRANSPORT"),
@@ -396,7 +396,7 @@ START_TEST(test_cgls_scalars_host_device) {
                  what, diff, big);
         free(a), free(b);
         for (int c = 0; c < 2; ++c) {
-          rmaop_solver_info_free(&info[c]);
+          rmaop_solver_info_destroy(&info[c]);
           rmaop_vec_destroy(&x[c]), rmaop_vec_destroy(&y[c]);
           st_problem_free(&p[c]);
         }
@@ -439,7 +439,7 @@ START_TEST(test_cg_device_scalars) {
       RT_OK(rmaop_solve_cg(p.A, y, x, &o, &info));
       RT_CHECK(info.graph == (mode && graph_expected()), "%s CG, scalars %s: info.graph is %d", rmaop_dtype_name(d),
                mode ? "graph" : "device", info.graph);
-      rmaop_solver_info_free(&info);
+      rmaop_solver_info_destroy(&info);
       rmaop_vec_destroy(&x), rmaop_vec_destroy(&y);
       st_problem_free(&p);
     }

@@ -235,7 +235,7 @@ static void run_solve(const st_problem *p, rmaop_dtype d, const run_cfg *rc, st_
            rc->solver == LSQR ? "LSQR" : "pipeCG", p->name, rmaop_dtype_name(d), rc->niter, rc->tol, rc->lo.damp,
            rc->lo.atol, rc->lo.btol, rc->lo.conlim, rc->rr, rc->with_x0 ? ", x0" : "", rc->zero_y ? ", y = 0" : "");
   st_check_solve(what, d, &info, ref, v.x, &cb, st_hist_floor(st_hist_tol(d)));
-  rmaop_solver_info_free(&info);
+  rmaop_solver_info_destroy(&info);
   st_solve_vecs_free(&v);
 }
 
@@ -303,7 +303,7 @@ START_TEST(test_lsqr_matches_cgls) {
                rmaop_dtype_name(d), o.damp, il.iterations, ic.iterations, msg);
       RT_CHECK(il.reason == RMAOP_REASON_TOL, "LSQR reason %d after %d iterations", (int)il.reason, il.iterations);
       free(cg);
-      rmaop_solver_info_free(&il), rmaop_solver_info_free(&ic);
+      rmaop_solver_info_destroy(&il), rmaop_solver_info_destroy(&ic);
       rmaop_vec_destroy(&y), rmaop_vec_destroy(&xl), rmaop_vec_destroy(&xc);
     }
     st_problem_free(&p);
@@ -383,7 +383,7 @@ START_TEST(test_pipecg_vs_cg) {
                    st_hist_close(ip.history, ic.history, ic.iterations, 1e-8, msg, sizeof msg),
                "%s on %s, rr %d: pipeCG %d iterations vs CG %d: %s", rmaop_dtype_name(d), p.name, rr, ip.iterations,
                ic.iterations, msg);
-      rmaop_solver_info_free(&ic), rmaop_solver_info_free(&ip);
+      rmaop_solver_info_destroy(&ic), rmaop_solver_info_destroy(&ip);
       rmaop_vec_destroy(&y), rmaop_vec_destroy(&x);
     }
     st_problem_free(&p);
@@ -435,7 +435,7 @@ static int reductions_of(const st_problem *p, int which, int niter) {
     RT_OK(rmaop_trace_get(ctx, i, &site));
     if (strcmp(site.kind, "reduce") == 0) calls += (int)site.calls;
   }
-  rmaop_solver_info_free(&info);
+  rmaop_solver_info_destroy(&info);
   rmaop_vec_destroy(&y), rmaop_vec_destroy(&x);
   return calls;
 }

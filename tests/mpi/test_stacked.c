@@ -665,7 +665,7 @@ START_TEST(test_stacked_cgls) {
       hok = fabs(si.history[k] - hist[k]) <= 1e-10 * hist[0];
     RT_CHECK(c.ok && hok, "%s CGLS on [D; H; G]: %s; iterations %d, history[%d] %.17g vs serial %.17g",
              rmaop_dtype_name(d), c.ok ? "x matches" : c.msg, si.iterations, NITER, si.history[NITER], hist[NITER]);
-    rmaop_solver_info_free(&si);
+    rmaop_solver_info_destroy(&si);
     free(M), free(gy), free(gx);
     rmaop_vec_destroy(&x), rmaop_vec_destroy(&y);
     for (int i = 0; i < 3; ++i)
@@ -701,7 +701,7 @@ START_TEST(test_stacked_cgls_damped_equivalent) {
   RT_OK(rmaop_vec_axpy(xd, -1.0, x));
   RT_OK(rmaop_vec_norm2(xd, &ndiff));
   RT_CHECK(ndiff <= 1e-10 * nx && nx > 0, "stacked [D; eps I] vs damped CGLS: ||dx|| = %g, ||x|| = %g", ndiff, nx);
-  rmaop_solver_info_free(&s1), rmaop_solver_info_free(&s2);
+  rmaop_solver_info_destroy(&s1), rmaop_solver_info_destroy(&s2);
   rmaop_vec_destroy(&x), rmaop_vec_destroy(&y), rmaop_vec_destroy(&xd), rmaop_vec_destroy(&y0);
   rmaop_vec_destroy(&y1);
   rmaop_op_destroy(&A), rmaop_op_destroy(&ops[0]), rmaop_op_destroy(&ops[1]);

@@ -63,10 +63,10 @@ START_TEST(test_allocate_ring) {
   RT_OK(rmaop_win_allocate(ctx, bytes, &win, &base));
   RT_CHECK(base != NULL, "no window memory");
   ring_epochs(win, base, 30);
-  rmaop_win_free(&win);
+  rmaop_win_destroy(&win);
   RT_CHECK(win == NULL, "free did not clear the handle");
-  rmaop_win_free(&win); /* no-op on NULL */
-  rmaop_win_free(NULL);
+  rmaop_win_destroy(&win); /* no-op on NULL */
+  rmaop_win_destroy(NULL);
 }
 END_TEST
 
@@ -99,7 +99,7 @@ START_TEST(test_out_of_bounds) {
   RT_CHECK(last == 1.0, "the in-bounds put did not land (%g)", last);
   /* the window still works after the rejected calls */
   ring_epochs(win, base, 3);
-  rmaop_win_free(&win);
+  rmaop_win_destroy(&win);
 }
 END_TEST
 
@@ -133,7 +133,7 @@ START_TEST(test_create_over_user_memory) {
   } else if (capable) {
     RT_CHECK(st == RMAOP_OK, "win_create -> %s: %s", rmaop_status_string(st), rmaop_ctx_last_error(NULL));
     ring_epochs(win, mem, 30);
-    rmaop_win_free(&win);
+    rmaop_win_destroy(&win);
   } else {
     /* The MPI cannot do it: rmaop must say so clearly, on every rank, and leave no window behind. */
     if (rt_rank == 0) fprintf(stderr, "test_win: this MPI cannot expose user memory; checking the error path\n");
@@ -176,7 +176,7 @@ START_TEST(test_peer_transport) {
   RT_EXPECT(rmaop_win_peer_transport(NULL, 0, &got), RT_BIT(RMAOP_ERR_ARG));
   free(node_of);
   MPI_Comm_free(&node);
-  rmaop_win_free(&win);
+  rmaop_win_destroy(&win);
 }
 END_TEST
 
@@ -201,7 +201,7 @@ START_TEST(test_bad_arguments) {
   RT_OK(rmaop_win_epoch_begin(win, 0, NULL, 0, NULL));
   RT_EXPECT(rmaop_win_epoch_begin(win, -1, NULL, 0, NULL), RT_BIT(RMAOP_ERR_ARG));
   RT_OK(rmaop_win_epoch_end(win));
-  rmaop_win_free(&win);
+  rmaop_win_destroy(&win);
 }
 END_TEST
 

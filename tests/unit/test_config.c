@@ -1,4 +1,4 @@
-/* Unit test of the configuration table (src/config.c) and of the README's table of RMAOP_* variables.
+/* Unit test of the configuration rows (the core's in src/core/config.c, each backend's in its table) and of the README's table of RMAOP_* variables.
  * Reference: the README (path in argv[1]) must list every variable of the table with its default, and
  * must not document a variable the table lacks. Exit 77 (ctest: skipped) when the README is absent. */
 #include <check.h>
@@ -7,15 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rmaop_impl.h"
+#include "core/config.h"
 
 static const char *readme_path;
 static char *readme; /* whole file */
 
 START_TEST(test_table_well_formed) {
-  ck_assert_int_gt(rmaop__config_count, 0);
-  for (int i = 0; i < rmaop__config_count; ++i) {
-    const rmaop__config_entry *e = &rmaop__config_table[i];
+  ck_assert_ptr_nonnull(rmaop__config_row(0));
+  for (int i = 0; rmaop__config_row(i); ++i) {
+    const rmaop__config_entry *e = rmaop__config_row(i);
     ck_assert_ptr_nonnull(e->env);
     ck_assert_ptr_nonnull(e->deflt);
     ck_assert_ptr_nonnull(e->values);
@@ -23,7 +23,7 @@ START_TEST(test_table_well_formed) {
     ck_assert_msg(strncmp(e->env, "RMAOP_", 6) == 0, "%s lacks the RMAOP_ prefix", e->env);
     ck_assert_msg(strlen(e->help) > 0, "%s has no help text", e->env);
     for (int j = 0; j < i; ++j)
-      ck_assert_msg(strcmp(e->env, rmaop__config_table[j].env) != 0, "%s twice", e->env);
+      ck_assert_msg(strcmp(e->env, rmaop__config_row(j)->env) != 0, "%s twice", e->env);
   }
 }
 END_TEST
@@ -35,11 +35,11 @@ START_TEST(test_table_has_context_variables) {
   const char *defaults[] = {"rma", "host", "lock", "auto", "0", "300", "auto"}; /* rmaop_ctx_options in rmaop.h */
   for (size_t k = 0; k < sizeof needed / sizeof needed[0]; ++k) {
     int found = 0;
-    for (int i = 0; i < rmaop__config_count; ++i)
-      if (strcmp(rmaop__config_table[i].env, needed[k]) == 0) {
+    for (int i = 0; rmaop__config_row(i); ++i)
+      if (strcmp(rmaop__config_row(i)->env, needed[k]) == 0) {
         found = 1;
-        ck_assert_msg(strcmp(rmaop__config_table[i].deflt, defaults[k]) == 0,
-                      "%s defaults to \"%s\", header says \"%s\"", needed[k], rmaop__config_table[i].deflt,
+        ck_assert_msg(strcmp(rmaop__config_row(i)->deflt, defaults[k]) == 0,
+                      "%s defaults to \"%s\", header says \"%s\"", needed[k], rmaop__config_row(i)->deflt,
                       defaults[k]);
       }
     ck_assert_msg(found, "%s is not in the configuration table", needed[k]);
@@ -73,8 +73,8 @@ static const char *readme_row(const char *env, char *line, size_t cap) {
 
 START_TEST(test_readme_lists_table) {
   char line[1024];
-  for (int i = 0; i < rmaop__config_count; ++i) {
-    const rmaop__config_entry *e = &rmaop__config_table[i];
+  for (int i = 0; rmaop__config_row(i); ++i) {
+    const rmaop__config_entry *e = rmaop__config_row(i);
     ck_assert_msg(readme_row(e->env, line, sizeof line) != NULL, "%s: no table row names %s", readme_path, e->env);
     if (e->deflt[0])
       ck_assert_msg(strstr(line, e->deflt) != NULL, "%s: the row of %s does not show its default \"%s\": %s",
@@ -99,9 +99,9 @@ START_TEST(test_readme_has_no_unknown_variable) {
                   strncmp(name, "RMAOP_BUILD_", 12) == 0 || strncmp(name, "RMAOP_WARNINGS", 14) == 0 ||
                   strncmp(name, "RMAOP_HAVE_", 11) == 0;
       int found = other;
-      for (int i = 0; i < rmaop__config_count && !found; ++i)
-        found = strcmp(rmaop__config_table[i].env, name) == 0;
-      ck_assert_msg(found, "%s documents %s, which the configuration table (src/config.c) lacks", readme_path, name);
+      for (int i = 0; rmaop__config_row(i) && !found; ++i)
+        found = strcmp(rmaop__config_row(i)->env, name) == 0;
+      ck_assert_msg(found, "%s documents %s, which no configuration row (src/core/config.c, the backends' tables) has", readme_path, name);
     }
     p += n ? n : 1;
   }

@@ -1,4 +1,4 @@
-/* Unit test of the host element kernel rmaop__host_apply (src/dtype.c), which every backend's unpack
+/* Unit test of the host element kernel rmaop__host_apply (src/core/dtype.c), which every backend's unpack
  * uses. Reference: a plain typed loop, dst[i] = src[i] or dst[i] += src[i], in the dtype's arithmetic. */
 #include <check.h>
 #include <complex.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rmaop_impl.h"
+#include "core/dtype.h"
 
 enum { N = 37 };
 

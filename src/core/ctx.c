@@ -1,0 +1,196 @@
+/* Context: a duplicated communicator, the chosen backend, memory kind, every backend's settings and the trace. */
+#include "ctx.h"
+
+#include "backend.h"
+#include "config.h"
+#include "device/device.h"
+#include "error.h"
+#include "reduce.h"
+
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+
+static const char *const trace_names[] = {"0", "1", "sync", NULL}; /* = RMAOP_TRACE_OFF, _ON, _SYNCED */
+static const char *const scalars_names[] = {"auto", "host", "device", "graph", NULL}; /* = RMAOP__SCALARS_* */
+
+void rmaop_ctx_options_init(rmaop_ctx_options *opts) {
+  if (!opts) return;
+  memset(opts, 0, sizeof *opts);
+  opts->trace = -1;
+  opts->timeout = -1.0;
+}
+
+static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) {
+  rmaop_ctx_options o;
+  rmaop_ctx_options_init(&o);
+  if (opts) o = *opts;
+  int i = 0;
+  RMAOP_CHECK(rmaop__backend_lookup(ctx, rmaop__option_value(o.backend, "RMAOP_BACKEND"), &ctx->backend));
+  RMAOP_CHECK(rmaop__parse_name(ctx, "memory kind (RMAOP_MEMORY)", rmaop__option_value(o.memory, "RMAOP_MEMORY"),
+                                rmaop__memory_names, &i));
+  ctx->memory = (rmaop_memory)i;
+  if (o.trace >= 0) {
+    RMAOP_REQUIRE(ctx, o.trace <= RMAOP_TRACE_SYNCED, RMAOP_ERR_ARG,
+                  "rmaop_ctx_options.trace = %d is not RMAOP_TRACE_OFF, RMAOP_TRACE_ON or RMAOP_TRACE_SYNCED", o.trace);
+    ctx->trace_on = o.trace;
+  } else {
+    RMAOP_CHECK(rmaop__parse_name(ctx, "trace switch (RMAOP_TRACE)", rmaop__option_value(NULL, "RMAOP_TRACE"),
+                                  trace_names, &i));
+    ctx->trace_on = i;
+  }
+  if (o.timeout > 0)
+    ctx->timeout = o.timeout;
+  else
+    RMAOP_CHECK(rmaop__option_number(ctx, "RMAOP_TIMEOUT", 0, DBL_TRUE_MIN, INFINITY, "a positive number of seconds",
+                                     &ctx->timeout));
+  RMAOP_CHECK(rmaop__parse_name(ctx, "solver scalars (RMAOP_SOLVER_SCALARS)",
+                                rmaop__option_value(NULL, "RMAOP_SOLVER_SCALARS"), scalars_names, &i));
+  ctx->solver_scalars = i;
+#ifndef RMAOP_HAVE_CUDA
+  RMAOP_REQUIRE(ctx, ctx->memory == RMAOP_MEMORY_HOST, RMAOP_ERR_UNSUPPORTED,
+                "memory kind \"device\" needs CUDA, which this build of rmaop does not have (rebuild with the CUDA toolkit)");
+#endif
+  /* Every built-in backend's options, whatever the backend chosen: a bad value is an error on any backend. */
+  for (int b = 0; b < rmaop__backend_count(); ++b) {
+    const rmaop_backend *be = rmaop__backend_at(b);
+    if (!be->settings_size) continue;
+    RMAOP_CHECK(rmaop__calloc(ctx, 1, be->settings_size, "backend settings", &ctx->settings[b]));
+    RMAOP_CHECK(be->settings_parse(ctx, &o, ctx->settings[b]));
+  }
+  return RMAOP_OK;
+}
+
+/* Whether MPI accepts device pointers: compiled against a CUDA-aware Open MPI and the run-time library says
+ * so (it may be built with CUDA and still run without it). */
+#ifdef RMAOP_HAVE_CUDA
+static int mpi_cuda_aware(void) {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return 0;
+#endif
+}
+#endif
+
+/* Which node every rank is on: the rank (in ctx->comm) of its node's first process. */
+static rmaop_status find_nodes(rmaop_ctx ctx) {
+  RMAOP_CHECK_MPI(ctx, MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL, &ctx->node_comm));
+  RMAOP_CHECK_MPI(ctx, MPI_Comm_set_errhandler(ctx->node_comm, MPI_ERRORS_RETURN));
+  RMAOP_CHECK_MPI(ctx, MPI_Comm_rank(ctx->node_comm, &ctx->node_rank));
+  RMAOP_CHECK_MPI(ctx, MPI_Comm_size(ctx->node_comm, &ctx->node_size));
+  int leader = ctx->rank;
+  RMAOP_CHECK_MPI(ctx, MPI_Bcast(&leader, 1, MPI_INT, 0, ctx->node_comm));
+  RMAOP_CHECK(rmaop__calloc(ctx, (size_t)ctx->size, sizeof(int), "node map", (void **)&ctx->node_of));
+  RMAOP_CHECK_MPI(ctx, MPI_Allgather(&leader, 1, MPI_INT, ctx->node_of, 1, MPI_INT, ctx->comm));
+  return RMAOP_OK;
+}
+
+static void ctx_free(rmaop_ctx ctx) {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) {
+    if (ctx->node_comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->node_comm);
+    if (ctx->comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->comm);
+  }
+  rmaop__trace_free(ctx);
+  rmaop__request_pool_free(ctx);
+#ifdef RMAOP_HAVE_CUDA
+  rmaop__dev_fini(ctx);
+#endif
+  for (int b = 0; b < RMAOP__MAX_BACKENDS; ++b) free(ctx->settings[b]);
+  free(ctx->node_of);
+  free(ctx);
+}
+
+rmaop_status rmaop_ctx_create(MPI_Comm comm, const rmaop_ctx_options *opts, rmaop_ctx *out) {
+  RMAOP_REQUIRE(NULL, out != NULL, RMAOP_ERR_ARG, "rmaop_ctx_create: ctx (output) is NULL");
+  RMAOP_REQUIRE(NULL, comm != MPI_COMM_NULL, RMAOP_ERR_ARG, "rmaop_ctx_create: comm is MPI_COMM_NULL");
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  RMAOP_REQUIRE(NULL, initialized, RMAOP_ERR_ARG, "rmaop_ctx_create: MPI is not initialized (call MPI_Init first)");
+
+  rmaop_ctx ctx = NULL;
+  RMAOP_CHECK(rmaop__calloc(NULL, 1, sizeof *ctx, "context", (void **)&ctx));
+  ctx->comm = ctx->node_comm = MPI_COMM_NULL;
+  rmaop_status st = RMAOP_OK;
+  RMAOP_CHECK_MPI_GOTO(NULL, MPI_Comm_dup(comm, &ctx->comm), st, err);
+  RMAOP_CHECK_MPI_GOTO(ctx, MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN), st, err);
+  RMAOP_CHECK_MPI_GOTO(ctx, MPI_Comm_rank(ctx->comm, &ctx->rank), st, err);
+  RMAOP_CHECK_MPI_GOTO(ctx, MPI_Comm_size(ctx->comm, &ctx->size), st, err);
+
+  st = parse_options(ctx, opts);
+  RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, "rmaop_ctx_create (options)"), st, err);
+  RMAOP_CHECK_GOTO(find_nodes(ctx), st, err);
+#ifdef RMAOP_HAVE_CUDA
+  if (ctx->memory == RMAOP_MEMORY_DEVICE) {
+    RMAOP_CHECK_GOTO(rmaop__agree(ctx, rmaop__dev_init(ctx), "rmaop_ctx_create (GPU)"), st, err);
+    /* Every rank must take the same path: CUDA-aware only when all ranks' MPI says so. */
+    int aware = mpi_cuda_aware(), all = 0;
+    RMAOP_CHECK_MPI_GOTO(ctx, MPI_Allreduce(&aware, &all, 1, MPI_INT, MPI_MIN, ctx->comm), st, err);
+    ctx->mpi_cuda_aware = all;
+  }
+#endif
+  st = ctx->backend->init(ctx);
+  RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, "rmaop_ctx_create (backend init)"), st, err_fini);
+  *out = ctx;
+  return RMAOP_OK;
+
+err_fini:
+  if (st == RMAOP_ERR_REMOTE) ctx->backend->fini(ctx); /* init succeeded here, failed elsewhere */
+err:
+  /* The context goes away: its message stays in the process-wide slot (rmaop_ctx_last_error(NULL)). */
+  ctx_free(ctx);
+  return st;
+}
+
+void rmaop_ctx_destroy(rmaop_ctx *pctx) {
+  if (!pctx || !*pctx) return;
+  rmaop_ctx ctx = *pctx;
+  const char *file = getenv("RMAOP_TRACE_FILE");
+  if (ctx->trace_on && file && *file) rmaop_trace_write_json(ctx, file);
+  rmaop__dev_reduce_free(ctx); /* plans: before the backend goes */
+  ctx->backend->fini(ctx);
+  ctx_free(ctx);
+  *pctx = NULL;
+}
+
+rmaop_status rmaop_ctx_synchronize(rmaop_ctx ctx) {
+  RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_ctx_synchronize: ctx is NULL");
+#ifdef RMAOP_HAVE_CUDA
+  if (ctx->memory == RMAOP_MEMORY_DEVICE) return rmaop__dev_sync(ctx);
+#endif
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_ctx_get_stream(rmaop_ctx ctx, void **stream) {
+  RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_ctx_get_stream: ctx is NULL");
+  RMAOP_REQUIRE(ctx, stream != NULL, RMAOP_ERR_ARG, "rmaop_ctx_get_stream: stream (output) is NULL");
+  RMAOP_REQUIRE(ctx, ctx->memory == RMAOP_MEMORY_DEVICE, RMAOP_ERR_ARG,
+                "rmaop_ctx_get_stream: the context uses host memory and has no GPU stream (RMAOP_MEMORY=device makes one)");
+  *stream = ctx->stream;
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_ctx_get_info(rmaop_ctx ctx, rmaop_ctx_info *info) {
+  RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_ctx_get_info: ctx is NULL");
+  RMAOP_REQUIRE(ctx, info != NULL, RMAOP_ERR_ARG, "rmaop_ctx_get_info: info (output) is NULL");
+  info->comm = ctx->comm;
+  info->rank = ctx->rank;
+  info->size = ctx->size;
+  info->backend = ctx->backend->name;
+  info->memory = ctx->memory;
+  info->trace = ctx->trace_on;
+  info->timeout = ctx->timeout;
+  info->graph_capture = ctx->memory == RMAOP_MEMORY_DEVICE &&
+                        (ctx->size == 1 || (ctx->backend->ctx_capturable && ctx->backend->ctx_capturable(ctx)));
+  for (int b = 0; b < rmaop__backend_count(); ++b) {
+    const rmaop_backend *be = rmaop__backend_at(b);
+    if (be->info) be->info(ctx->settings[b], info);
+  }
+  return RMAOP_OK;
+}

@@ -1,0 +1,102 @@
+/* Error recording: the function that first detects an error records the message; callers only
+ * propagate the status (UCX docs/CodeStyle.md). */
+#include "error.h"
+#include "ctx.h"
+
+#include <stdio.h>
+#include <time.h>
+
+/* Process-wide copy of the latest message, for failures where no context exists (rmaop_ctx_create).
+ * Like errno-style globals it is not thread-safe; rmaop objects are not to be shared between threads. */
+static char process_last_error[1024];
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+rmaop_status rmaop__error(rmaop_ctx ctx, rmaop_status status, const char *file, int line, const char *fmt, ...) {
+  char msg[900];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  snprintf(process_last_error, sizeof process_last_error, "%s: %s [%s:%d]", rmaop_status_string(status), msg,
+           base_name(file), line);
+  if (ctx && !ctx->error_held) memcpy(ctx->last_error, process_last_error, sizeof ctx->last_error);
+  return status;
+}
+
+void rmaop__error_hold(rmaop_ctx ctx, int hold) {
+  ctx->error_held += hold ? 1 : -1;
+}
+
+rmaop_status rmaop__mpi_error(rmaop_ctx ctx, int mpi_code, const char *file, int line, const char *call) {
+  char mpi_msg[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  if (MPI_Error_string(mpi_code, mpi_msg, &len) != MPI_SUCCESS) snprintf(mpi_msg, sizeof mpi_msg, "code %d", mpi_code);
+  return rmaop__error(ctx, RMAOP_ERR_MPI, file, line, "%s failed: %s", call, mpi_msg);
+}
+
+const char *rmaop_ctx_last_error(rmaop_ctx ctx) { return ctx ? ctx->last_error : process_last_error; }
+
+const char *rmaop_status_string(rmaop_status status) {
+  switch (status) {
+  case RMAOP_OK: return "RMAOP_OK";
+  case RMAOP_ERR_ARG: return "RMAOP_ERR_ARG";
+  case RMAOP_ERR_MPI: return "RMAOP_ERR_MPI";
+  case RMAOP_ERR_CUDA: return "RMAOP_ERR_CUDA";
+  case RMAOP_ERR_NCCL: return "RMAOP_ERR_NCCL";
+  case RMAOP_ERR_UNSUPPORTED: return "RMAOP_ERR_UNSUPPORTED";
+  case RMAOP_ERR_NOMEM: return "RMAOP_ERR_NOMEM";
+  case RMAOP_ERR_TIMEOUT: return "RMAOP_ERR_TIMEOUT";
+  case RMAOP_ERR_REMOTE: return "RMAOP_ERR_REMOTE";
+  case RMAOP_ERR_INTERNAL: return "RMAOP_ERR_INTERNAL";
+  }
+  return "RMAOP_ERR_(unknown)";
+}
+
+rmaop_status rmaop__agree(rmaop_ctx ctx, rmaop_status local, const char *where) {
+  int bad = local != RMAOP_OK, nbad = 0;
+  RMAOP_CHECK_MPI(ctx, MPI_Allreduce(&bad, &nbad, 1, MPI_INT, MPI_SUM, ctx->comm));
+  if (local != RMAOP_OK) return local;
+  if (nbad > 0)
+    return RMAOP_ERROR(ctx, RMAOP_ERR_REMOTE, "%s failed on %d other rank(s); their error messages say why", where,
+                       nbad);
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop__same_everywhere(rmaop_ctx ctx, const int64_t *v, int n, const char *const names[], const char *fn) {
+  enum { MAXV = 32 };
+  RMAOP_REQUIRE(ctx, n >= 0 && n <= MAXV, RMAOP_ERR_INTERNAL, "%s: %d values to compare (at most %d)", fn, n, MAXV);
+  int64_t mine[2 * MAXV] = {0}, r[2 * MAXV]; /* max of v and of -v: both ends of every value's range */
+  for (int i = 0; i < n; ++i) mine[i] = v[i], mine[n + i] = v[i] == INT64_MIN ? INT64_MAX : -v[i];
+  RMAOP_CHECK_MPI(ctx, MPI_Allreduce(mine, r, 2 * n, MPI_INT64_T, MPI_MAX, ctx->comm));
+  for (int i = 0; i < n; ++i)
+    RMAOP_REQUIRE(ctx, r[i] == -r[n + i], RMAOP_ERR_ARG, "%s: %s differs between ranks (from %lld to %lld)", fn, names[i],
+                  (long long)-r[n + i], (long long)r[i]);
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop__malloc(rmaop_ctx ctx, size_t bytes, const char *what, void **out) {
+  void *p = NULL;
+  /* 64-byte alignment: cache lines, and vector loads in the kernels. */
+  if (posix_memalign(&p, 64, bytes ? bytes : 1) != 0)
+    return RMAOP_ERROR(ctx, RMAOP_ERR_NOMEM, "cannot allocate %zu bytes for %s", bytes, what);
+  *out = p;
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop__calloc(rmaop_ctx ctx, size_t n, size_t size, const char *what, void **out) {
+  if (size && n > SIZE_MAX / size)
+    return RMAOP_ERROR(ctx, RMAOP_ERR_NOMEM, "%zu x %zu bytes for %s overflow size_t", n, size, what);
+  RMAOP_CHECK(rmaop__malloc(ctx, n * size, what, out));
+  memset(*out, 0, n * size > 0 ? n * size : 1);
+  return RMAOP_OK;
+}
+
+double rmaop__wtime(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

@@ -1,0 +1,79 @@
+/* Layouts and vectors (src/core/layout.c, src/core/vec.c) and buffers in a context's memory kind (src/core/mem.c). */
+#ifndef RMAOP_CORE_VEC_H
+#define RMAOP_CORE_VEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rmaop/rmaop.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rmaop_layout_s {
+  rmaop_ctx ctx;
+  int refs;
+  rmaop_layout_kind kind;
+  int64_t global_n;
+  int64_t *sizes;   /* [size] local sizes (all equal to global_n for BROADCAST) */
+  int64_t *offsets; /* [size] */
+  /* RMAOP_LAYOUT_STACKED (src/core/layout.c): the part layouts (references held; never stacked themselves) and
+   * where part i starts in this rank's local array (the parts' local arrays, concatenated in order).
+   * sizes[] are the per-rank sums; offsets[] the rank-major prefix sums of sizes[]. */
+  int nparts;
+  rmaop_layout *parts;
+  int64_t *part_off; /* [nparts] */
+};
+
+struct rmaop_vec_s {
+  rmaop_ctx ctx;
+  rmaop_layout layout;
+  rmaop_dtype dtype;
+  rmaop_memory memory;
+  int64_t local_n;
+  void *data;
+  int refs;          /* views (rmaop_vec_stack_part) keep their parent's memory alive */
+  rmaop_vec parent;  /* a view: the stacked vector whose memory it aliases (NULL otherwise) */
+};
+
+
+
+/* Same distribution on this rank: kind, global size, this rank's size, and for STACKED the same parts
+ * (compared likewise). Not collective; what the vector operations require. */
+int rmaop__layout_compatible(rmaop_layout a, rmaop_layout b);
+/* Same distribution on every rank (all ranks' sizes compared): what composing operators requires. */
+int rmaop__layout_same(rmaop_layout a, rmaop_layout b);
+/* Every rank holds the whole vector: BROADCAST, or STACKED of BROADCAST parts only. */
+int rmaop__layout_replicated(rmaop_layout l);
+/* "scatter", "broadcast", "stacked". */
+const char *rmaop__layout_kind_name(rmaop_layout_kind kind);
+/* Fills *view as part i of the stacked vector v (0 <= i < nparts, not checked): the part's layout
+ * (borrowed), v's memory at the part's offset. Takes no reference: for views that live while v is
+ * being used (an operator's application). rmaop_vec_stack_part() makes the owning kind. */
+void rmaop__vec_part_view(rmaop_vec v, int i, struct rmaop_vec_s *view);
+
+
+/* Deterministic pseudo-random values by global index (dot tests, benchmarks). */
+rmaop_status rmaop__vec_fill_random(rmaop_vec v, unsigned seed);
+/* 1 when rmaop_vec_mdot_enqueue can keep v's dots on the device (device memory, distributed layout). */
+int rmaop__vec_device_dots_ok(rmaop_vec v);
+/* rmaop_vec_mdot_enqueue on a device context without its checks and agreement (n <= 8, vectors that pass
+ * rmaop__vec_device_dots_ok; the solvers' internal dots). */
+rmaop_status rmaop__vec_mdot_device(int n, const rmaop_vec x[], const rmaop_vec y[], double *r);
+
+/* Buffers in the context's memory kind (src/core/mem.c): host memory (rmaop__calloc, free, memcpy, memset) or,
+ * for RMAOP_MEMORY_DEVICE, device memory (src/device/device.h: cudaMalloc, copies and kernels enqueued on the
+ * context's stream, not waited for). mem_calloc zero fills (0 bytes: a host pointer, or NULL on the device);
+ * mem_free takes NULL and sets *p to NULL; mem_copy takes host or device pointers on the device path. */
+rmaop_status rmaop__mem_calloc(rmaop_ctx ctx, size_t n, size_t size, const char *what, void **out);
+void rmaop__mem_free(rmaop_ctx ctx, void **p);
+rmaop_status rmaop__mem_copy(rmaop_ctx ctx, void *dst, const void *src, size_t bytes);
+/* dst[0 .. n) = 0 in dtype dt. */
+rmaop_status rmaop__mem_zero(rmaop_ctx ctx, rmaop_dtype dt, void *dst, int64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RMAOP_CORE_VEC_H */

@@ -1,0 +1,131 @@
+/* Operators on device (GPU) memory: the local work of the stencil (derivatives, Laplacian) and block
+ * operators as CUDA kernels and cuBLAS calls. Declarations are plain C; the definitions are in
+ * src/device/ops.cu (nvcc), built only with RMAOP_HAVE_CUDA. Every call enqueues on the context's stream
+ * and returns (nothing here synchronizes); errors are recorded in the context (RMAOP_ERR_CUDA).
+ *
+ * The stencil coefficients are defined once, below, for the host (src/ops/op_stencil.c) and the device
+ * kernels, so both paths use the same numbers. */
+#ifndef RMAOP_DEV_OPS_H
+#define RMAOP_DEV_OPS_H
+
+#include "rmaop/rmaop.h"
+
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define RMAOP__HD __host__ __device__
+#else
+#define RMAOP__HD
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RMAOP__NK 5 /* stencil offsets k = -2 .. 2, stored at index k + 2 */
+
+/* What decides the coefficients of a row (PyLops conventions). */
+typedef struct {
+  int order; /* 1 or 2 */
+  rmaop_deriv_kind kind;
+  int edge;
+  double h;
+  double scale; /* every coefficient is multiplied by it */
+  int64_t N;    /* rows along the axis (global) */
+} rmaop__coef_spec;
+
+/* Coefficients c[k + 2] of output row g: row g of the output is sum_k c_k(g) x[g + k]. */
+static inline RMAOP__HD void rmaop__stencil_coef(const rmaop__coef_spec *p, int64_t g, double c[RMAOP__NK]) {
+  const int64_t N = p->N;
+  const double h = p->h;
+  for (int k = 0; k < RMAOP__NK; ++k) c[k] = 0.0;
+#define C(k) c[(k) + 2]
+  if (p->order == 1) {
+    switch (p->kind) {
+    case RMAOP_DERIV_FORWARD:
+      if (g < N - 1) C(0) = -1 / h, C(1) = 1 / h;
+      break;
+    case RMAOP_DERIV_BACKWARD:
+      if (g >= 1) C(0) = 1 / h, C(-1) = -1 / h;
+      break;
+    case RMAOP_DERIV_CENTERED3:
+      if (g >= 1 && g <= N - 2) C(-1) = -0.5 / h, C(1) = 0.5 / h;
+      else if (p->edge && g == 0) C(0) = -1 / h, C(1) = 1 / h;
+      else if (p->edge && g == N - 1) C(0) = 1 / h, C(-1) = -1 / h;
+      break;
+    case RMAOP_DERIV_CENTERED5:
+      if (g >= 2 && g <= N - 3) C(-2) = 1 / (12 * h), C(-1) = -2 / (3 * h), C(1) = 2 / (3 * h), C(2) = -1 / (12 * h);
+      else if (p->edge && g == 0) C(0) = -1 / h, C(1) = 1 / h;
+      else if (p->edge && g == 1) C(-1) = -0.5 / h, C(1) = 0.5 / h;
+      else if (p->edge && g == N - 2) C(-1) = -0.5 / h, C(1) = 0.5 / h;
+      else if (p->edge && g == N - 1) C(0) = 1 / h, C(-1) = -1 / h;
+      break;
+    }
+  } else {
+    const double h2 = h * h;
+    switch (p->kind) {
+    case RMAOP_DERIV_FORWARD:
+      if (g <= N - 3) C(0) = 1 / h2, C(1) = -2 / h2, C(2) = 1 / h2;
+      break;
+    case RMAOP_DERIV_BACKWARD:
+      if (g >= 2) C(-2) = 1 / h2, C(-1) = -2 / h2, C(0) = 1 / h2;
+      break;
+    default: /* centered */
+      if (g >= 1 && g <= N - 2) C(-1) = 1 / h2, C(0) = -2 / h2, C(1) = 1 / h2;
+      else if (p->edge && g == 0) C(0) = 1 / h2, C(1) = -2 / h2, C(2) = 1 / h2;
+      else if (p->edge && g == N - 1) C(-2) = 1 / h2, C(-1) = -2 / h2, C(0) = 1 / h2;
+      break;
+    }
+  }
+#undef C
+  for (int k = 0; k < RMAOP__NK; ++k) c[k] *= p->scale;
+}
+
+/* One stencil's geometry, by value for the kernels. The local array is [nouter][n rows][ninner]; rows
+ * are global indices along the axis, this rank's being [off, off + n). Ghost rows (distributed only, nouter
+ * = 1): hl rows before off, then hr rows after off + n, ninner elements each. */
+typedef struct {
+  rmaop__coef_spec cs;
+  double cint[RMAOP__NK]; /* coefficients of the rows in [int_lo, int_hi) */
+  int64_t int_lo, int_hi;
+  int64_t off, n, nouter, ninner;
+  int hl, hr;
+  int accumulate; /* 1: add into the output's local rows; 0: overwrite them */
+  /* The host path's split, reproduced so both paths add the same terms in the same order (bit for bit
+   * but for fused multiply-adds, which the kernels do not use): forward rows in [flo, fhi) are summed
+   * term by term from the interior coefficients, others are accumulated row by row; adjoint rows in
+   * [jlo, jhi) are gathered from interior rows, others receive the edge rows' contributions first, then
+   * the interior rows'. */
+  int64_t flo, fhi, jlo, jhi;
+} rmaop__stencil_desc;
+
+/* Forward rows [a1, b1) and [a2, b2) of every outer block: y[g] (=|+=) sum_k c_k(g) x[g + k], reading
+ * ghost rows (the halo's destination) where g + k is not local. One thread per output element. */
+rmaop_status rmaop__dev_stencil_forward(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d, const void *x,
+                                        const void *ghost, void *y, int64_t a1, int64_t b1, int64_t a2, int64_t b2);
+
+/* Adjoint, local rows: x[j] (=|+=) sum_k c_k(j - k) y[j - k] over the local rows j - k (the transpose in
+ * gather form, one thread per element of x). */
+rmaop_status rmaop__dev_stencil_adjoint_local(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
+                                              const void *y, void *x);
+
+/* Adjoint, ghost rows: ghost[j] = sum_k c_k(j - k) y[j - k] over the local rows j - k, for the hl + hr
+ * ghost rows (overwritten: no need to zero them first). Distributed stencils only. */
+rmaop_status rmaop__dev_stencil_adjoint_ghost(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
+                                              const void *y, void *ghost);
+
+/* A cuBLAS handle bound to the context's stream (set on the current device). */
+rmaop_status rmaop__dev_blas_create(rmaop_ctx ctx, void **handle);
+void rmaop__dev_blas_destroy(void *handle);
+
+/* Dense block products with Bt, the nc x nr row-major transpose of an nr x nc row-major block B, in device
+ * memory (seen by cuBLAS, column-major, as B itself): adjoint = 0: out[nr] = B in[nc]; adjoint = 1:
+ * out[nc] = B^H in[nr]. Sizes must fit an int (checked). An empty input zeroes the output. */
+rmaop_status rmaop__dev_gemv(rmaop_ctx ctx, void *handle, rmaop_dtype dt, int adjoint, const void *Bt, int64_t nr,
+                             int64_t nc, const void *in, void *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RMAOP_DEV_OPS_H */

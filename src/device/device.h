@@ -1,0 +1,108 @@
+/* Device (GPU) memory: the core's CUDA layer. Declarations are plain C; the definitions are in
+ * src/device/device.cu (nvcc). Built only with RMAOP_HAVE_CUDA; without it rmaop_ctx_create refuses
+ * device memory with RMAOP_ERR_UNSUPPORTED and nothing here is called.
+ *
+ * Stream semantics: everything runs on the context's stream (ctx->stream) in issue order; the calls
+ * return once the work is enqueued, except where a comment says "synchronizes" (the host needs the
+ * result). Errors are recorded in the context (RMAOP_ERR_CUDA, naming the CUDA call and its string). */
+#ifndef RMAOP_DEVICE_H
+#define RMAOP_DEVICE_H
+
+#include "rmaop/rmaop.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Picks the GPU (node rank modulo the visible devices), creates the context's stream and scratch
+ * buffers. RMAOP_ERR_UNSUPPORTED with a message when no GPU is visible. */
+rmaop_status rmaop__dev_init(rmaop_ctx ctx);
+void rmaop__dev_fini(rmaop_ctx ctx);
+
+/* Number of visible CUDA devices (0 when none or when the driver is missing). */
+int rmaop__dev_count(void);
+
+/* cudaMalloc + zero fill (synchronizes, so the memory is ready for any stream or peer). */
+rmaop_status rmaop__dev_malloc(rmaop_ctx ctx, size_t bytes, const char *what, void **out);
+void rmaop__dev_free(void *p);
+/* Page-locked host memory (for staging), zero filled. */
+rmaop_status rmaop__dev_host_malloc(rmaop_ctx ctx, size_t bytes, const char *what, void **out);
+void rmaop__dev_host_free(void *p);
+
+/* cudaMemcpyAsync(cudaMemcpyDefault) on the context's stream. */
+rmaop_status rmaop__dev_copy(rmaop_ctx ctx, void *dst, const void *src, size_t bytes);
+/* Waits for everything enqueued on the context's stream (polling, bounded by the context's timeout:
+ * RMAOP_ERR_TIMEOUT, `what` in the message, when a stream-side wait for a peer never ends), then
+ * reports a GPU-side wait that gave up (rmaop__dev_check_waits). rmaop__dev_sync: the same, generic. */
+rmaop_status rmaop__dev_drain(rmaop_ctx ctx, const char *what);
+rmaop_status rmaop__dev_sync(rmaop_ctx ctx);
+/* 1 while the context's stream is being captured into a CUDA graph (cudaStreamIsCapturing: active). The
+ * drain above then refuses (RMAOP_ERR_UNSUPPORTED, `what` in the message) before any CUDA call that would
+ * invalidate the capture: the caller can still end it. */
+int rmaop__dev_capturing(rmaop_ctx ctx);
+
+/* Where a kernel that waited in vain for a peer's flag (the ipc transport's epoch kernels) records it:
+ * host-mapped, one per context (ctx->dev_wait_record; the kernels get its device address), zero while
+ * nothing went wrong. A slot s < size is the "ready" flag of rank s, else the "done" flag of s - size. */
+typedef struct {
+  unsigned failed; /* written last: 1 once a wait gave up */
+  unsigned slot, want, seen;
+} rmaop__dev_wait_record;
+/* RMAOP_ERR_TIMEOUT naming the peer and the epoch when a GPU-side wait of this context gave up (the
+ * record stays: what ran on the stream after it used data that never came). Host read, no sync. */
+rmaop_status rmaop__dev_check_waits(rmaop_ctx ctx);
+/* 1 when p is device (or managed) memory. */
+int rmaop__dev_is_device_ptr(const void *p);
+
+/* ---- element kernels: n elements of dtype; scalars as (re, im) pairs ---- */
+
+/* x[i] = a */
+rmaop_status rmaop__dev_set(rmaop_ctx ctx, rmaop_dtype dt, void *x, int64_t n, double are, double aim);
+/* y[i] = a x[i] + b y[i]  (b = 1: axpy; x = y and b = 0: scale by a) */
+rmaop_status rmaop__dev_axpby(rmaop_ctx ctx, rmaop_dtype dt, void *y, const void *x, int64_t n, double are, double aim,
+                              double bre, double bim);
+/* w[i] = x[i] y[i] */
+rmaop_status rmaop__dev_pmult(rmaop_ctx ctx, rmaop_dtype dt, void *w, const void *x, const void *y, int64_t n);
+/* dst[i] = src[i] (RMAOP_INSERT) or dst[i] += src[i] (RMAOP_ADD) */
+rmaop_status rmaop__dev_apply(rmaop_ctx ctx, rmaop_dtype dt, void *dst, const void *src, int64_t n, rmaop_mode mode);
+/* k local dot products sum conj(x_j[i]) y_j[i], accumulated in double in a fixed order (deterministic):
+ * out[2j] real part, out[2j+1] imaginary part, in host memory. Synchronizes. k <= 8. */
+rmaop_status rmaop__dev_dots(rmaop_ctx ctx, rmaop_dtype dt, int k, const void *const x[], const void *const y[],
+                             int64_t n, double *out);
+/* The same dots left in device memory: dev_out[2j], [2j+1] (enqueued; nothing synchronizes). dev_out may be
+ * rmaop__dev_dots_result(ctx), the context's 16 device doubles for that. */
+rmaop_status rmaop__dev_dots_enqueue(rmaop_ctx ctx, rmaop_dtype dt, int k, const void *const x[], const void *const y[],
+                                     int64_t n, double *dev_out);
+double *rmaop__dev_dots_result(rmaop_ctx ctx);
+/* y = (sa * s[ia]) x + b y with s in device memory: b = s[ib] (ib >= 0) or bconst, a = sa when ia < 0; no
+ * write at all when iskip >= 0 and s[iskip] != 0. Same arithmetic as rmaop__dev_axpby (real scalars). */
+rmaop_status rmaop__dev_axpby_s(rmaop_ctx ctx, rmaop_dtype dt, void *y, const void *x, int64_t n, const double *s,
+                                int ia, double sa, int ib, double bconst, int iskip);
+/* CGLS's and CG's scalars on the device: slots of st (enqueued, one thread). step 0: a and the breakdown flag
+ * from d = (q.q, c.c) (CGLS); step 1: b, kold, s.s from d = (r.r, s.s); step 2 (start): kold and s.s only;
+ * step 3: a and the breakdown flag from d = c.Ac (CG: a = kold / |c.Ac|). */
+enum { RMAOP__CG_KOLD = 0, RMAOP__CG_A, RMAOP__CG_B, RMAOP__CG_BREAKDOWN, RMAOP__CG_SS, RMAOP__CG_NSLOTS };
+rmaop_status rmaop__dev_cgls_scalars(rmaop_ctx ctx, const double *d, double damp2, double *st, int step);
+/* n device doubles copied to page-locked host memory behind the stream's work (begin), and the wait for
+ * them (polls, bounded by 1.25 x the context's timeout; reports a GPU-side wait that gave up). */
+rmaop_status rmaop__dev_fetch_begin(rmaop_ctx ctx, double *host, const double *dev, int n);
+/* The event rmaop__dev_fetch_wait waits for, alone: behind a replayed graph that holds the copy itself. */
+rmaop_status rmaop__dev_fetch_mark(rmaop_ctx ctx);
+/* CUDA graphs of the context's stream (capture mode: this thread only). capture_end always ends the
+ * capture: *exec is the instantiated graph (NULL when `keep` is 0 or nothing was captured). graph_launch
+ * launches one; `what` and `part` name it in an error. A NULL exec launches nothing: a rank whose share of
+ * the captured work is empty (no rows, no messages) captured no nodes. */
+rmaop_status rmaop__dev_capture_begin(rmaop_ctx ctx);
+rmaop_status rmaop__dev_capture_end(rmaop_ctx ctx, int keep, void **exec);
+rmaop_status rmaop__dev_graph_launch(rmaop_ctx ctx, void *exec, const char *what, int part);
+void rmaop__dev_graph_free(void *exec);
+rmaop_status rmaop__dev_fetch_wait(rmaop_ctx ctx, const char *what);
+/* out[i] = slots[0 * count + i] op slots[1 * count + i] op ... in rank order (device memory, enqueued). */
+rmaop_status rmaop__dev_reduce_slots(rmaop_ctx ctx, const double *slots, int P, int64_t count, rmaop_redop op,
+                                     double *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RMAOP_DEVICE_H */

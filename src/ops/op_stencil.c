@@ -1,0 +1,574 @@
+/* Derivative operators on N-D arrays distributed along axis 0 (PyLops FirstDerivative, SecondDerivative,
+ * Laplacian). A derivative along axis 0 exchanges ghost rows with one plan; its adjoint is the exact
+ * transpose: contributions to rows owned by neighbours go back with the same plan reversed, in ADD mode.
+ *
+ * The local array is seen as [nouter][N-axis rows][ninner]. Row g (global along the axis) of the output is
+ * sum_k c_k(g) x[g + k], k in [-2, 2]. Rows whose coefficients are the interior ones and whose neighbours
+ * are local go through a flat, vectorizable loop; the few others (global edges, rank boundaries) through
+ * a per-row loop that may read ghost rows. */
+#include "core/error.h"
+#include "core/ctx.h"
+#include "core/vec.h"
+#include "core/plan.h"
+#include "core/dtype.h"
+#include "op_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "device/dev_ops.h"
+#ifdef RMAOP_HAVE_CUDA
+#include "device/device.h"
+#endif
+
+#define NK RMAOP__NK /* k = -2 .. 2 -> index k + 2 */
+
+typedef struct {
+  int order;              /* 1 or 2 */
+  rmaop_deriv_kind kind;
+  int edge;
+  double h;
+  double scale;           /* every coefficient is multiplied by it (a Laplacian's weight) */
+  int accumulate;         /* 1: add into the output (a later part of a fused sum); 0: overwrite it */
+  rmaop_dtype dtype;
+  int64_t N;              /* rows along the axis (global) */
+  int64_t off, n;         /* this rank's rows along the axis (0, N when not distributed) */
+  int64_t nouter, ninner;
+  int distributed;
+  int hl, hr;             /* ghost rows before / after (distributed) */
+  double cint[NK];        /* interior coefficients */
+  int64_t int_lo, int_hi; /* global rows using cint */
+  int il, ir;             /* reach of the interior stencil */
+  rmaop_plan halo, halo_rev;
+  void *ghost;            /* (hl + hr) * ninner elements, in the context's memory */
+  rmaop_vec in, out;
+  rmaop_ctx ctx;
+  int dev;                /* device memory: the local work runs as kernels on the context's stream */
+} stencil;
+
+/* Coefficients of output row g (PyLops conventions; one definition for host and device, src/device/dev_ops.h). */
+static void coef_row(const stencil *s, int64_t g, double c[NK]) {
+  const rmaop__coef_spec p = {.order = s->order, .kind = s->kind, .edge = s->edge, .h = s->h, .scale = s->scale,
+                              .N = s->N};
+  rmaop__stencil_coef(&p, g, c);
+}
+
+/* Interior range, interior coefficients and reaches; halo widths cover the edge stencils too. */
+static void stencil_shape(stencil *s) {
+  static const int64_t lo1[] = {0, 1, 1, 2}, hi1[] = {1, 0, 1, 2}; /* rows excluded at each end, per kind */
+  static const int64_t lo2[] = {0, 2, 1, 0}, hi2[] = {2, 0, 1, 0};
+  int kind = (int)s->kind;
+  if (s->order == 2 && kind == RMAOP_DERIV_CENTERED5) kind = RMAOP_DERIV_CENTERED3;
+  s->int_lo = s->order == 1 ? lo1[kind] : lo2[kind];
+  s->int_hi = s->N - (s->order == 1 ? hi1[kind] : hi2[kind]);
+  coef_row(s, s->int_lo, s->cint);
+  s->il = s->ir = 0;
+  for (int k = -2; k <= 2; ++k)
+    if (s->cint[k + 2] != 0.0) {
+      if (-k > s->il) s->il = -k;
+      if (k > s->ir) s->ir = k;
+    }
+  /* Reach of every row's stencil: the edge rows (within 2 of either end) and one interior row. */
+  s->hl = s->hr = 0;
+  const int64_t probe[] = {0, 1, 2, s->N - 3, s->N - 2, s->N - 1, s->int_lo};
+  for (int p = 0; p < 7; ++p) {
+    int64_t g = probe[p];
+    if (g < 0 || g >= s->N) continue;
+    double c[NK];
+    coef_row(s, g, c);
+    for (int k = -2; k <= 2; ++k)
+      if (c[k + 2] != 0.0) {
+        if (-k > s->hl) s->hl = -k;
+        if (k > s->hr) s->hr = k;
+      }
+  }
+}
+
+/* The ghost plan: every rank sends the rows its neighbours' stencils reach (rows of others within hl
+ * before or hr after their range). Ghost layout on the receiver: hl rows before, then hr rows after. */
+static rmaop_status build_halo(rmaop_ctx ctx, stencil *s, rmaop_dtype dtype, const int64_t *rows, const int64_t *offs,
+                               const char *label) {
+  rmaop_transfer *t = NULL;
+  rmaop_status st = rmaop__calloc(ctx, 2 * (size_t)ctx->size + 1, sizeof *t, "halo transfers", (void **)&t);
+  RMAOP_CHECK(rmaop__agree(ctx, st, "derivative halo"));
+  int nt = 0;
+  const int64_t lo = s->off, hi = s->off + s->n, w = s->ninner;
+  for (int q = 0; q < ctx->size; ++q) {
+    if (q == ctx->rank || rows[q] == 0) continue;
+    const int64_t want[2][2] = {{offs[q] - s->hl, offs[q]}, {offs[q] + rows[q], offs[q] + rows[q] + s->hr}};
+    const int64_t base[2] = {offs[q] - s->hl, offs[q] + rows[q] - s->hl};
+    for (int side = 0; side < 2; ++side) {
+      int64_t a = want[side][0] > lo ? want[side][0] : lo, b = want[side][1] < hi ? want[side][1] : hi;
+      if (a < 0) a = 0;
+      if (b > s->N) b = s->N;
+      if (a < b) t[nt++] = (rmaop_transfer){q, (a - lo) * w, (a - base[side]) * w, (b - a) * w};
+    }
+  }
+  rmaop_plan_spec spec = {.dtype = dtype, .src_len = s->n * w, .dst_len = (int64_t)(s->hl + s->hr) * w,
+                          .nsends = nt, .sends = t, .nrecvs = -1, .label = label};
+  st = rmaop_plan_create(ctx, &spec, &s->halo);
+  free(t);
+  RMAOP_CHECK(st);
+  char rev[128];
+  snprintf(rev, sizeof rev, "%s^H", label);
+  return rmaop_plan_reverse(s->halo, rev, &s->halo_rev);
+}
+
+/* ---- kernels: T the element type, R its real type ---- */
+
+/* The interior stencil as (offset, coefficient) pairs; the flat loop is specialized on their number so
+ * the compiler vectorizes it. `sign` flips the offsets (the adjoint's gather form). */
+typedef struct {
+  int nk;
+  int64_t o[NK];
+  double c[NK];
+} terms;
+
+static terms interior_terms(const stencil *s, int sign) {
+  terms t = {0};
+  for (int k = -2; k <= 2; ++k)
+    if (s->cint[k + 2] != 0.0) t.o[t.nk] = sign * k * s->ninner, t.c[t.nk++] = s->cint[k + 2];
+  return t;
+}
+
+/* y[i] (=|+=) sum_t c_t x[i + o_t] for i in [0, len). Specialized on the number of terms and on the
+ * mode, so every variant is a plain loop the compiler vectorizes. */
+#define FLAT_LOOP(expr)                                        \
+  do {                                                         \
+    if (acc) for (int64_t i = 0; i < len; ++i) y[i] += (expr); \
+    else for (int64_t i = 0; i < len; ++i) y[i] = (expr);      \
+  } while (0)
+
+static void flat_stencil(rmaop_dtype dtype, const terms *t, const void *xv, void *yv, int64_t len, int acc) {
+  RMAOP__FOR_DTYPE(dtype, {
+    const T *x = xv;
+    T *y = yv;
+    const R c0 = (R)t->c[0], c1 = (R)t->c[1], c2 = (R)t->c[2], c3 = (R)t->c[3], c4 = (R)t->c[4];
+    const int64_t o0 = t->o[0], o1 = t->o[1], o2 = t->o[2], o3 = t->o[3], o4 = t->o[4];
+    switch (t->nk) {
+    case 0: FLAT_LOOP((T)0); break;
+    case 1: FLAT_LOOP(c0 * x[i + o0]); break;
+    case 2: FLAT_LOOP(c0 * x[i + o0] + c1 * x[i + o1]); break;
+    case 3: FLAT_LOOP(c0 * x[i + o0] + c1 * x[i + o1] + c2 * x[i + o2]); break;
+    case 4: FLAT_LOOP(c0 * x[i + o0] + c1 * x[i + o1] + c2 * x[i + o2] + c3 * x[i + o3]); break;
+    default: FLAT_LOOP(c0 * x[i + o0] + c1 * x[i + o1] + c2 * x[i + o2] + c3 * x[i + o3] + c4 * x[i + o4]); break;
+    }
+  });
+}
+#undef FLAT_LOOP
+
+/* dst[0..w) (=|+=) c * src[0..w). */
+static void row_axpy(rmaop_dtype dtype, void *dv, double c, const void *sv, int64_t w, int accumulate) {
+  RMAOP__FOR_DTYPE(dtype, {
+    T *d = dv;
+    const T *src = sv;
+    const R cc = (R)c;
+    if (accumulate) for (int64_t i = 0; i < w; ++i) d[i] += cc * src[i];
+    else for (int64_t i = 0; i < w; ++i) d[i] = cc * src[i];
+  });
+}
+
+/* Row g of the axis in block `base` (local rows) or in the ghost buffer. */
+static char *row_ptr(const stencil *s, char *base, char *ghost, int64_t g, size_t es) {
+  const int64_t w = s->ninner;
+  if (g >= s->off && g < s->off + s->n) return base + (size_t)((g - s->off) * w) * es;
+  if (g < s->off) return ghost + (size_t)((g - (s->off - s->hl)) * w) * es;
+  return ghost + (size_t)((s->hl + g - (s->off + s->n)) * w) * es;
+}
+
+typedef struct {
+  int64_t flo, fhi; /* rows through the flat loop (forward) */
+} fast_range;
+
+static fast_range fast_rows(const stencil *s) {
+  int64_t lo = s->int_lo > s->off + s->il ? s->int_lo : s->off + s->il;
+  int64_t hi = s->int_hi < s->off + s->n - s->ir ? s->int_hi : s->off + s->n - s->ir;
+  if (lo >= hi) lo = hi = s->off;
+  return (fast_range){lo, hi};
+}
+
+/* Forward rows [a, b) one by one, reading ghost rows when needed. */
+static void forward_rows(const stencil *s, rmaop_dtype dtype, char *x, char *y, int64_t a, int64_t b) {
+  const size_t es = rmaop_dtype_size(dtype);
+  for (int64_t g = a; g < b; ++g) {
+    double c[NK];
+    coef_row(s, g, c);
+    char *yr = row_ptr(s, y, NULL, g, es);
+    if (!s->accumulate) memset(yr, 0, (size_t)s->ninner * es); /* not 0 * y: y may hold NaN or -0 */
+    for (int k = -2; k <= 2; ++k)
+      if (c[k + 2] != 0.0) row_axpy(dtype, yr, c[k + 2], row_ptr(s, x, s->ghost, g + k, es), s->ninner, 1);
+  }
+}
+
+/* Adjoint scatter of output rows [a, b): x[g + k] += c_k(g) y[g], into local or ghost rows. */
+static void adjoint_rows(const stencil *s, rmaop_dtype dtype, char *y, char *x, int64_t a, int64_t b, int fast_skip_lo,
+                         int fast_skip_hi) {
+  const size_t es = rmaop_dtype_size(dtype);
+  for (int64_t g = a; g < b; ++g) {
+    double c[NK];
+    coef_row(s, g, c);
+    for (int k = -2; k <= 2; ++k) {
+      int64_t j = g + k;
+      if (c[k + 2] == 0.0 || (j >= fast_skip_lo && j < fast_skip_hi)) continue;
+      row_axpy(dtype, row_ptr(s, x, s->ghost, j, es), c[k + 2], row_ptr(s, y, NULL, g, es), s->ninner, 1);
+    }
+  }
+}
+
+/* The adjoint's gather rows [jlo, jhi): R away from the fast range's ends, so no edge row (reach up to
+ * hl/hr) scatters into them and every row feeding them is a fast row. */
+static void gather_rows(const stencil *s, fast_range f, int64_t *jlo, int64_t *jhi) {
+  const int64_t R = s->hl > s->hr ? s->hl : s->hr;
+  *jlo = f.flo + R, *jhi = f.fhi - R;
+  if (*jlo >= *jhi) *jlo = *jhi = f.flo;
+}
+
+#ifdef RMAOP_HAVE_CUDA
+/* The stencil as the kernels see it (src/device/dev_ops.h), with the host path's row split. */
+static rmaop__stencil_desc dev_desc(const stencil *s) {
+  const fast_range f = fast_rows(s);
+  rmaop__stencil_desc d = {.cs = {.order = s->order, .kind = s->kind, .edge = s->edge, .h = s->h, .scale = s->scale,
+                                  .N = s->N},
+                           .int_lo = s->int_lo, .int_hi = s->int_hi, .off = s->off, .n = s->n, .nouter = s->nouter,
+                           .ninner = s->ninner, .hl = s->hl, .hr = s->hr, .accumulate = s->accumulate,
+                           .flo = f.flo, .fhi = f.fhi};
+  memcpy(d.cint, s->cint, sizeof d.cint);
+  gather_rows(s, f, &d.jlo, &d.jhi);
+  return d;
+}
+#endif
+
+/* Forward, first half: start the halo, compute the rows that need no ghost (all rows of a local axis). */
+static rmaop_status st_forward_begin(stencil *s, rmaop_vec xv, rmaop_vec yv) {
+  s->in = xv;
+  s->out = yv;
+  if (s->distributed) RMAOP_CHECK(rmaop_plan_begin(s->halo, xv->data, s->ghost, RMAOP_INSERT));
+#ifdef RMAOP_HAVE_CUDA
+  if (s->dev) { /* one launch: the interior rows, or every row of a local axis */
+    const rmaop__stencil_desc d = dev_desc(s);
+    const int64_t a = s->distributed ? d.flo : s->off, b = s->distributed ? d.fhi : s->off + s->n;
+    return rmaop__dev_stencil_forward(s->ctx, s->dtype, &d, xv->data, s->ghost, yv->data, a, b, 0, 0);
+  }
+#endif
+  const size_t es = rmaop_dtype_size(s->dtype);
+  const fast_range f = fast_rows(s);
+  const terms t = interior_terms(s, 1);
+  for (int64_t o = 0; o < s->nouter; ++o) {
+    char *x = (char *)xv->data + (size_t)(o * s->n * s->ninner) * es, *y = (char *)yv->data + (size_t)(o * s->n * s->ninner) * es;
+    flat_stencil(s->dtype, &t, x + (size_t)((f.flo - s->off) * s->ninner) * es,
+                 y + (size_t)((f.flo - s->off) * s->ninner) * es, (f.fhi - f.flo) * s->ninner, s->accumulate);
+    if (!s->distributed) {
+      forward_rows(s, s->dtype, x, y, s->off, f.flo);
+      forward_rows(s, s->dtype, x, y, f.fhi, s->off + s->n);
+    }
+  }
+  return RMAOP_OK;
+}
+
+/* Forward, second half: the rows next to rank boundaries and global edges, once the ghosts are in. */
+static rmaop_status st_forward_end(stencil *s) {
+  if (!s->distributed) return RMAOP_OK;
+  RMAOP_CHECK(rmaop_plan_end(s->halo));
+  const fast_range f = fast_rows(s);
+#ifdef RMAOP_HAVE_CUDA
+  if (s->dev) { /* the ghosts are on the stream before this launch */
+    const rmaop__stencil_desc d = dev_desc(s);
+    return rmaop__dev_stencil_forward(s->ctx, s->dtype, &d, s->in->data, s->ghost, s->out->data, s->off, f.flo,
+                                      f.fhi, s->off + s->n);
+  }
+#endif
+  forward_rows(s, s->dtype, s->in->data, s->out->data, s->off, f.flo);
+  forward_rows(s, s->dtype, s->in->data, s->out->data, f.fhi, s->off + s->n);
+  return RMAOP_OK;
+}
+
+/* Adjoint, per block: (1) zero the rows the gather does not set and the ghost rows (overwrite mode);
+ * (2) scatter the non-interior rows (they alone reach ghost rows); (3) send the ghost contributions back
+ * (ADD) while (4) the gather sets (or adds to) the rows fed only by interior rows and (5) the interior
+ * rows near the ends of the fast range scatter into the remaining rows. Every (row, k) pair contributes
+ * exactly once. */
+static rmaop_status st_adjoint_begin(stencil *s, rmaop_vec yv, rmaop_vec xv) {
+  s->in = yv;
+  s->out = xv;
+#ifdef RMAOP_HAVE_CUDA
+  if (s->dev) { /* the ghost rows' sums, sent back while the local rows are gathered */
+    const rmaop__stencil_desc d = dev_desc(s);
+    if (s->distributed) {
+      RMAOP_CHECK(rmaop__dev_stencil_adjoint_ghost(s->ctx, s->dtype, &d, yv->data, s->ghost));
+      RMAOP_CHECK(rmaop_plan_begin(s->halo_rev, s->ghost, xv->data, RMAOP_ADD));
+    }
+    return rmaop__dev_stencil_adjoint_local(s->ctx, s->dtype, &d, yv->data, xv->data);
+  }
+#endif
+  const size_t es = rmaop_dtype_size(s->dtype);
+  const int64_t w = s->ninner;
+  const fast_range f = fast_rows(s);
+  const int64_t R = s->hl > s->hr ? s->hl : s->hr;
+  int64_t jlo, jhi;
+  gather_rows(s, f, &jlo, &jhi);
+  if (s->ghost) memset(s->ghost, 0, (size_t)((s->hl + s->hr) * w) * es);
+  for (int64_t o = 0; o < s->nouter; ++o) {
+    char *y = (char *)yv->data + (size_t)(o * s->n * w) * es, *x = (char *)xv->data + (size_t)(o * s->n * w) * es;
+    if (!s->accumulate) {
+      memset(x, 0, (size_t)((jlo - s->off) * w) * es);
+      memset(x + (size_t)((jhi - s->off) * w) * es, 0, (size_t)((s->off + s->n - jhi) * w) * es);
+    }
+    adjoint_rows(s, s->dtype, y, x, s->off, f.flo, 0, 0);
+    adjoint_rows(s, s->dtype, y, x, f.fhi, s->off + s->n, 0, 0);
+  }
+  if (s->distributed) RMAOP_CHECK(rmaop_plan_begin(s->halo_rev, s->ghost, xv->data, RMAOP_ADD));
+  const terms t = interior_terms(s, -1);
+  for (int64_t o = 0; o < s->nouter; ++o) {
+    char *y = (char *)yv->data + (size_t)(o * s->n * w) * es, *x = (char *)xv->data + (size_t)(o * s->n * w) * es;
+    flat_stencil(s->dtype, &t, y + (size_t)((jlo - s->off) * w) * es, x + (size_t)((jlo - s->off) * w) * es,
+                 (jhi - jlo) * w, s->accumulate);
+    /* Fast rows that reach outside [jlo, jhi): within R + il of the start or R + ir of the end. */
+    int64_t a1 = f.flo, b1 = f.flo + R + s->il < f.fhi ? f.flo + R + s->il : f.fhi;
+    int64_t a2 = f.fhi - R - s->ir > b1 ? f.fhi - R - s->ir : b1, b2 = f.fhi;
+    adjoint_rows(s, s->dtype, y, x, a1, b1, jlo, jhi);
+    adjoint_rows(s, s->dtype, y, x, a2, b2, jlo, jhi);
+  }
+  return RMAOP_OK;
+}
+
+static rmaop_status st_adjoint_end(stencil *s) { return s->distributed ? rmaop_plan_end(s->halo_rev) : RMAOP_OK; }
+
+static void st_free(stencil *s) {
+  if (!s) return;
+  rmaop_plan_destroy(&s->halo);
+  rmaop_plan_destroy(&s->halo_rev);
+#ifdef RMAOP_HAVE_CUDA
+  if (s->dev) {
+    rmaop__dev_free(s->ghost);
+    s->ghost = NULL;
+  }
+#endif
+  free(s->ghost);
+  free(s);
+}
+
+static rmaop_status stencil_apply_begin(rmaop_op A, rmaop_vec x, rmaop_vec y) { return st_forward_begin(A->impl, x, y); }
+static rmaop_status stencil_apply_end(rmaop_op A) { return st_forward_end(A->impl); }
+static rmaop_status stencil_adjoint_begin(rmaop_op A, rmaop_vec y, rmaop_vec x) { return st_adjoint_begin(A->impl, y, x); }
+static rmaop_status stencil_adjoint_end(rmaop_op A) { return st_adjoint_end(A->impl); }
+
+static void stencil_destroy(rmaop_op A) { st_free(A->impl); }
+
+static const rmaop__op_ops stencil_ops = {stencil_apply_begin, stencil_apply_end, stencil_adjoint_begin,
+                                          stencil_adjoint_end, stencil_destroy};
+
+/* ---- constructors ---- */
+
+static rmaop_status check_grid(rmaop_ctx ctx, const char *fn, const rmaop_grid *g) {
+  RMAOP_REQUIRE(ctx, g->ndim >= 1 && g->ndim <= RMAOP_MAX_DIMS, RMAOP_ERR_ARG, "%s: ndim = %d is outside [1, %d]", fn,
+                g->ndim, RMAOP_MAX_DIMS);
+  int64_t total = 1;
+  for (int d = 0; d < g->ndim; ++d) {
+    RMAOP_REQUIRE(ctx, g->dims[d] >= 1, RMAOP_ERR_ARG, "%s: dims[%d] = %lld must be positive", fn, d,
+                  (long long)g->dims[d]);
+    RMAOP_REQUIRE(ctx, !__builtin_mul_overflow(total, g->dims[d], &total), RMAOP_ERR_ARG,
+                  "%s: the grid's size overflows int64", fn);
+  }
+  RMAOP_REQUIRE(ctx, g->local_rows >= -1 && g->local_rows <= g->dims[0], RMAOP_ERR_ARG,
+                "%s: local_rows = %lld is outside [-1, dims[0] = %lld]", fn, (long long)g->local_rows,
+                (long long)g->dims[0]);
+  return RMAOP_OK;
+}
+
+static rmaop_status check_deriv(rmaop_ctx ctx, const char *fn, const rmaop_deriv_spec *spec, int order) {
+  RMAOP_REQUIRE(ctx, spec != NULL, RMAOP_ERR_ARG, "%s: spec is NULL", fn);
+  RMAOP_CHECK(check_grid(ctx, fn, &spec->grid));
+  RMAOP_REQUIRE(ctx, rmaop_dtype_size(spec->dtype) > 0, RMAOP_ERR_ARG, "%s: dtype %d is not a rmaop_dtype", fn,
+                (int)spec->dtype);
+  RMAOP_REQUIRE(ctx, spec->axis >= 0 && spec->axis < spec->grid.ndim, RMAOP_ERR_ARG, "%s: axis %d is outside [0, %d)",
+                fn, spec->axis, spec->grid.ndim);
+  RMAOP_REQUIRE(ctx, (unsigned)spec->kind <= RMAOP_DERIV_CENTERED5 && !(order == 2 && spec->kind == RMAOP_DERIV_CENTERED5),
+                RMAOP_ERR_ARG, "%s: kind %d is not valid for a derivative of order %d", fn, (int)spec->kind, order);
+  RMAOP_REQUIRE(ctx, isfinite(spec->sampling), RMAOP_ERR_ARG, "%s: sampling is not finite", fn);
+  const int64_t N = spec->grid.dims[spec->axis];
+  const int64_t need = spec->kind == RMAOP_DERIV_CENTERED5 ? 5 : (order == 2 || spec->kind == RMAOP_DERIV_CENTERED3) ? 3 : 2;
+  RMAOP_REQUIRE(ctx, N >= need, RMAOP_ERR_ARG, "%s: axis %d has %lld samples; this kind needs at least %lld", fn,
+                spec->axis, (long long)N, (long long)need);
+  return RMAOP_OK;
+}
+
+/* The element layout of a grid: this rank's rows times the size of the other axes. */
+static rmaop_status grid_layout(rmaop_ctx ctx, const rmaop_grid *g, rmaop_layout *rows, rmaop_layout *elems, int64_t *inner) {
+  *inner = 1;
+  for (int d = 1; d < g->ndim; ++d) *inner *= g->dims[d];
+  /* -1 takes this rank's balanced share; every rank then enters the same collective, so a mix of -1 and
+   * explicit sizes is checked (they must add up to dims[0]) instead of hanging. */
+  const int64_t P = ctx->size, share = g->dims[0] / P + (ctx->rank < g->dims[0] % P);
+  RMAOP_CHECK(rmaop_layout_create_local(ctx, g->local_rows >= 0 ? g->local_rows : share, rows));
+  rmaop_status st = RMAOP_OK;
+  if ((*rows)->global_n != g->dims[0])
+    st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "grid: the ranks' local_rows add up to %lld, not dims[0] = %lld",
+                     (long long)(*rows)->global_n, (long long)g->dims[0]);
+  if (st == RMAOP_OK) st = rmaop_layout_create_local(ctx, (*rows)->sizes[ctx->rank] * *inner, elems);
+  if (st != RMAOP_OK) rmaop_layout_destroy(rows);
+  return st;
+}
+
+/* One stencil along spec->axis of a grid whose rows are split as `rows` (collective: the halo plan). */
+static rmaop_status stencil_build(rmaop_ctx ctx, const rmaop_deriv_spec *spec, int order, rmaop_layout rows,
+                                  int64_t inner, double scale, stencil **out) {
+  stencil *s = NULL;
+  rmaop_status st = rmaop__calloc(ctx, 1, sizeof *s, "derivative", (void **)&s);
+  RMAOP_CHECK(rmaop__agree(ctx, st, "derivative set-up"));
+  const rmaop_grid *g = &spec->grid;
+  *s = (stencil){.order = order, .kind = spec->kind, .edge = spec->edge != 0,
+                 .h = spec->sampling != 0.0 ? spec->sampling : 1.0, .scale = scale, .dtype = spec->dtype,
+                 .N = g->dims[spec->axis], .distributed = spec->axis == 0, .ctx = ctx,
+                 .dev = ctx->memory == RMAOP_MEMORY_DEVICE};
+  const int64_t my_rows = rows->sizes[ctx->rank];
+  if (s->distributed) {
+    s->off = rows->offsets[ctx->rank], s->n = my_rows, s->nouter = 1, s->ninner = inner;
+  } else {
+    int64_t before = 1, after = 1;
+    for (int d = 1; d < spec->axis; ++d) before *= g->dims[d];
+    for (int d = spec->axis + 1; d < g->ndim; ++d) after *= g->dims[d];
+    s->off = 0, s->n = s->N, s->nouter = my_rows * before, s->ninner = after;
+  }
+  stencil_shape(s);
+  if (s->distributed) {
+    const size_t ghost_n = (size_t)((s->hl + s->hr) * inner) + 1;
+#ifdef RMAOP_HAVE_CUDA
+    if (s->dev) st = rmaop__dev_malloc(ctx, ghost_n * rmaop_dtype_size(spec->dtype), "ghost rows", &s->ghost);
+    else
+#endif
+      st = rmaop__calloc(ctx, ghost_n, rmaop_dtype_size(spec->dtype), "ghost rows", &s->ghost);
+    st = rmaop__agree(ctx, st, "derivative ghost rows");
+    if (st == RMAOP_OK) st = build_halo(ctx, s, spec->dtype, rows->sizes, rows->offsets, spec->label ? spec->label : "deriv");
+  }
+  if (st != RMAOP_OK) {
+    st_free(s);
+    return st;
+  }
+  *out = s;
+  return RMAOP_OK;
+}
+
+static rmaop_status create_derivative(rmaop_ctx ctx, const rmaop_deriv_spec *spec, int order, rmaop_op *out) {
+  const char *fn = order == 1 ? "rmaop_op_create_first_derivative" : "rmaop_op_create_second_derivative";
+  RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "%s: ctx is NULL", fn);
+  rmaop_status st = check_deriv(ctx, fn, spec, order);
+  if (st == RMAOP_OK && out == NULL) st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: operator (output) is NULL", fn);
+  RMAOP_CHECK(rmaop__agree(ctx, st, fn));
+  rmaop_layout rows = NULL, elems = NULL;
+  int64_t inner = 1;
+  RMAOP_CHECK(grid_layout(ctx, &spec->grid, &rows, &elems, &inner));
+  stencil *s = NULL;
+  st = stencil_build(ctx, spec, order, rows, inner, 1.0, &s);
+  st = rmaop__op_new_agreed(st, ctx, order == 1 ? "first_derivative" : "second_derivative", spec->dtype, elems, elems,
+                       &stencil_ops, s, out);
+  if (st != RMAOP_OK) st_free(s);
+  rmaop_layout_destroy(&rows);
+  rmaop_layout_destroy(&elems); /* the operator holds its own references */
+  return st;
+}
+
+rmaop_status rmaop_op_create_first_derivative(rmaop_ctx ctx, const rmaop_deriv_spec *spec, rmaop_op *A) {
+  return create_derivative(ctx, spec, 1, A);
+}
+
+rmaop_status rmaop_op_create_second_derivative(rmaop_ctx ctx, const rmaop_deriv_spec *spec, rmaop_op *A) {
+  return create_derivative(ctx, spec, 2, A);
+}
+
+/* ---- Laplacian: weighted second derivatives fused into one output ---- */
+
+/* parts[0] overwrites the output and runs whole in begin (a local axis when there is one), the others
+ * add into it; the axis-0 part's halo is in flight while the local axes compute. One pass per axis
+ * instead of a sum of scaled operators' temporaries and extra passes. */
+typedef struct {
+  int n;
+  stencil *parts[RMAOP_MAX_DIMS];
+} laplacian;
+
+static rmaop_status lap_apply_begin(rmaop_op A, rmaop_vec x, rmaop_vec y) {
+  laplacian *l = A->impl;
+  for (int i = 0; i < l->n; ++i) RMAOP_CHECK(st_forward_begin(l->parts[i], x, y));
+  return RMAOP_OK;
+}
+static rmaop_status lap_apply_end(rmaop_op A) {
+  laplacian *l = A->impl;
+  for (int i = 0; i < l->n; ++i) RMAOP_CHECK(st_forward_end(l->parts[i]));
+  return RMAOP_OK;
+}
+static rmaop_status lap_adjoint_begin(rmaop_op A, rmaop_vec y, rmaop_vec x) {
+  laplacian *l = A->impl;
+  for (int i = 0; i < l->n; ++i) RMAOP_CHECK(st_adjoint_begin(l->parts[i], y, x));
+  return RMAOP_OK;
+}
+static rmaop_status lap_adjoint_end(rmaop_op A) {
+  laplacian *l = A->impl;
+  for (int i = 0; i < l->n; ++i) RMAOP_CHECK(st_adjoint_end(l->parts[i]));
+  return RMAOP_OK;
+}
+static void lap_destroy(rmaop_op A) {
+  laplacian *l = A->impl;
+  for (int i = 0; i < l->n; ++i) st_free(l->parts[i]);
+  free(l);
+}
+static const rmaop__op_ops laplacian_ops = {lap_apply_begin, lap_apply_end, lap_adjoint_begin, lap_adjoint_end,
+                                            lap_destroy};
+
+static rmaop_status check_laplacian(rmaop_ctx ctx, const rmaop_laplacian_spec *spec, rmaop_op *A) {
+  const char *fn = "rmaop_op_create_laplacian";
+  RMAOP_REQUIRE(ctx, spec != NULL, RMAOP_ERR_ARG, "%s: spec is NULL", fn);
+  RMAOP_REQUIRE(ctx, A != NULL, RMAOP_ERR_ARG, "%s: operator (output) is NULL", fn);
+  RMAOP_REQUIRE(ctx, spec->naxes >= 0 && spec->naxes <= spec->grid.ndim && (spec->naxes > 0 || spec->grid.ndim >= 2),
+                RMAOP_ERR_ARG, "%s: naxes = %d for a %d-D grid (0 needs 2-D or more)", fn, spec->naxes, spec->grid.ndim);
+  const int naxes = spec->naxes ? spec->naxes : 2;
+  for (int i = 0; i < naxes; ++i) {
+    rmaop_deriv_spec d = {.grid = spec->grid, .axis = spec->naxes ? spec->axes[i] : spec->grid.ndim - 2 + i,
+                          .kind = spec->kind, .edge = spec->edge, .sampling = spec->sampling[i], .dtype = spec->dtype};
+    RMAOP_CHECK(check_deriv(ctx, fn, &d, 2));
+    for (int j = 0; j < i; ++j)
+      RMAOP_REQUIRE(ctx, !spec->naxes || spec->axes[j] != spec->axes[i], RMAOP_ERR_ARG, "%s: axis %d is listed twice",
+                    fn, spec->axes[i]);
+    RMAOP_REQUIRE(ctx, isfinite(spec->weights[i]), RMAOP_ERR_ARG, "%s: weights[%d] is not finite", fn, i);
+  }
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop_op_create_laplacian(rmaop_ctx ctx, const rmaop_laplacian_spec *spec, rmaop_op *A) {
+  RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_op_create_laplacian: ctx is NULL");
+  RMAOP_CHECK(rmaop__agree(ctx, check_laplacian(ctx, spec, A), "rmaop_op_create_laplacian"));
+  const int naxes = spec->naxes ? spec->naxes : 2;
+  int all_zero = 1;
+  for (int i = 0; i < naxes; ++i) all_zero &= spec->weights[i] == 0.0;
+  rmaop_layout rows = NULL, elems = NULL;
+  int64_t inner = 1;
+  RMAOP_CHECK(grid_layout(ctx, &spec->grid, &rows, &elems, &inner));
+  laplacian *l = NULL;
+  rmaop_status st = rmaop__agree(ctx, rmaop__calloc(ctx, 1, sizeof *l, "laplacian", (void **)&l), "rmaop_op_create_laplacian");
+  for (int i = 0; i < naxes && st == RMAOP_OK; ++i) {
+    const double w = all_zero ? 1.0 : spec->weights[i];
+    if (w == 0.0) continue; /* an axis with weight 0 adds nothing */
+    rmaop_deriv_spec d = {.grid = spec->grid, .axis = spec->naxes ? spec->axes[i] : spec->grid.ndim - 2 + i,
+                          .kind = spec->kind, .edge = spec->edge, .sampling = spec->sampling[i],
+                          .dtype = spec->dtype, .label = spec->label ? spec->label : "laplacian"};
+    st = stencil_build(ctx, &d, 2, rows, inner, w, &l->parts[l->n]);
+    if (st == RMAOP_OK) l->n++;
+  }
+  if (st == RMAOP_OK) {
+    /* parts[0] overwrites: a local axis if any (it completes in begin, before the others add). */
+    for (int i = 0; i < l->n; ++i)
+      if (!l->parts[i]->distributed) {
+        stencil *t = l->parts[0];
+        l->parts[0] = l->parts[i];
+        l->parts[i] = t;
+        break;
+      }
+    for (int i = 1; i < l->n; ++i) l->parts[i]->accumulate = 1;
+    st = rmaop__op_new_agreed(st, ctx, "laplacian", spec->dtype, elems, elems, &laplacian_ops, l, A);
+  }
+  if (st != RMAOP_OK && l) {
+    for (int i = 0; i < l->n; ++i) st_free(l->parts[i]);
+    free(l);
+  }
+  rmaop_layout_destroy(&rows);
+  rmaop_layout_destroy(&elems);
+  return st;
+}

@@ -1,0 +1,80 @@
+/* Internal helpers shared by the solvers (src/solvers/solver.c: CG, CGLS; src/solvers/solver_krylov.c: LSQR, pipelined CG):
+ * argument checks, the time split and the residual history. Not part of the public API. */
+#ifndef RMAOP_SOLVER_IMPL_H
+#define RMAOP_SOLVER_IMPL_H
+
+#include "core/error.h"
+#include "ops/op_impl.h"
+#include "core/ctx.h"
+#include "core/vec.h"
+
+#include <math.h>
+
+typedef struct {
+  rmaop_ctx ctx;
+  double t0, comm0;
+  rmaop_solver_info *info;
+} solve_clock;
+
+/* Options only some solvers read: checked with the shared ones, so one agreement covers both. */
+typedef rmaop_status (*solver_check_fn)(const char *fn, rmaop_ctx ctx, const rmaop_solver_options *o);
+
+/* Checks the arguments every solver shares (and @p extra's), zeroes *info and allocates niter + 1 history
+ * entries. Collective: the ranks agree on the outcome, so one rank's bad option cannot leave the others
+ * waiting in the solver's first reduction. On failure *info holds no history. */
+static inline rmaop_status solver_start(const char *fn, rmaop_op A, rmaop_vec y, rmaop_vec x,
+                                        const rmaop_solver_options *o, rmaop_solver_info *info, solve_clock *clk,
+                                        solver_check_fn extra) {
+  RMAOP_REQUIRE(NULL, A != NULL, RMAOP_ERR_ARG, "%s: operator is NULL", fn);
+  rmaop_ctx ctx = A->ctx;
+  rmaop_status st = RMAOP_OK;
+  if (y == NULL || x == NULL)
+    st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: %s is NULL", fn, y ? "x" : "y");
+  else if (o == NULL || info == NULL)
+    st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: %s is NULL", fn, o ? "info" : "options");
+  else if (o->niter < 0)
+    st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: niter = %d is negative", fn, o->niter);
+  else if (!(o->tol >= 0 && isfinite(o->tol) && o->damp >= 0 && isfinite(o->damp)))
+    st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "%s: tol = %g and damp = %g must be finite and non-negative", fn, o->tol,
+                     o->damp);
+  else if (extra)
+    st = extra(fn, ctx, o);
+  if (st == RMAOP_OK) {
+    memset(info, 0, sizeof *info);
+    st = rmaop__calloc(ctx, (size_t)o->niter + 1, sizeof(double), "residual history", (void **)&info->history);
+  }
+  const int allocated = st == RMAOP_OK;
+  st = rmaop__agree(ctx, st, fn);
+  if (st != RMAOP_OK) {
+    if (allocated) rmaop_solver_info_destroy(info);
+    return st;
+  }
+  *clk = (solve_clock){ctx, rmaop__wtime(), ctx->comm_time, info};
+  return RMAOP_OK;
+}
+
+static inline void solver_stop(solve_clock *clk) {
+  clk->info->time_total = rmaop__wtime() - clk->t0;
+  clk->info->time_comm = clk->ctx->comm_time - clk->comm0;
+}
+
+/* x = x0 (or 0) and the initial residual r = y - A x0 (r = y when there is no x0: no apply). */
+static inline rmaop_status initial_residual(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o,
+                                            rmaop_vec r) {
+  if (!o->x0) {
+    RMAOP_CHECK(rmaop_vec_set(x, 0.0));
+    return rmaop_vec_copy(y, r);
+  }
+  RMAOP_CHECK(rmaop_vec_copy(o->x0, x));
+  RMAOP_CHECK(rmaop_op_apply(A, x, r));
+  return rmaop_vec_axpby(r, 1.0, -1.0, y); /* r = y - A x0 */
+}
+
+/* Appends the residual of the iteration just finished and calls the user's callback. */
+static inline rmaop_status after_iteration(const rmaop_solver_options *o, rmaop_solver_info *info, double res,
+                                           rmaop_vec x) {
+  info->history[++info->iterations] = res;
+  return o->callback ? o->callback(o->user, info->iterations, res, x) : RMAOP_OK;
+}
+
+#endif /* RMAOP_SOLVER_IMPL_H */
