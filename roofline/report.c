@@ -245,8 +245,12 @@ void roof_verdict(const roof_run *r, const roof_profile *prof, char *buf, size_t
     return;
   }
   const double tb = roof_run_predicted(r, best), here = home_good ? roof_run_predicted(r, home) : meas;
-  if (best == home || !(here > tb))
+  if (best == home || (home_good && !(here > tb)))
     n = append(len, n, snprintf(buf + n, len - (size_t)n, " The path run is already the fastest predicted."));
+  else if (!(here > tb))
+    n = append(
+        len, n,
+        snprintf(buf + n, len - (size_t)n, " No path with a good fit is predicted faster than this run measured."));
   else {
     n = append(len, n,
                snprintf(buf + n, len - (size_t)n, " Fastest predicted: %s at %.2f us %s, saving %.2f us",

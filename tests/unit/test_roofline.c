@@ -441,8 +441,8 @@ START_TEST(verdict_sentences) {
   ck_assert_msg(strstr(v, want) && !strstr(v, "poor"), "%s\nwanted: %s", v, want);
   roof_analysis_free(&a);
 
-  /* run on twosided, whose fit is poor, measured below the good fit's prediction: already the fastest; the poor
-   * fit is said once, and the run's own model is not quoted */
+  /* run on twosided, whose fit is poor, measured below the good fit's prediction: no good fit is predicted
+   * faster; the poor fit is said once, and the run's own model is not quoted */
   p.paths[1].fit.poor = 1;
   strcpy(s.path, "twosided");
   strcpy(r.path, "twosided");
@@ -450,7 +450,8 @@ START_TEST(verdict_sentences) {
   ck_assert_int_eq(roof_analyze(&s, &p, 10, 0, 0, &a), 0);
   ck_assert(roof_run_predicted(&r, 0) > roof_run_measured(&r, 0));
   roof_verdict(&r, &p, v, sizeof v);
-  ck_assert_msg(strstr(v, "The path run is already the fastest predicted. Poor fits, not ranked: twosided.") &&
+  ck_assert_msg(strstr(v, "No path with a good fit is predicted faster than this run measured. Poor fits, not "
+                           "ranked: twosided.") &&
                     !strstr(v, "its model") && count_of(v, "Poor fits") == 1 && !strstr(v, "poor"),
                 "%s", v);
   /* the same run measured slower than the good fit predicts: the good fit is named, saving against the
