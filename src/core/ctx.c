@@ -51,10 +51,8 @@ static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) 
   RMAOP_CHECK(rmaop__parse_name(ctx, "solver scalars (RMAOP_SOLVER_SCALARS)",
                                 rmaop__option_value(NULL, "RMAOP_SOLVER_SCALARS"), scalars_names, &i));
   ctx->solver_scalars = i;
-#ifndef RMAOP_HAVE_CUDA
-  RMAOP_REQUIRE(ctx, ctx->memory == RMAOP_MEMORY_HOST, RMAOP_ERR_UNSUPPORTED,
+  RMAOP_REQUIRE(ctx, RMAOP__DEV_BUILT || ctx->memory == RMAOP_MEMORY_HOST, RMAOP_ERR_UNSUPPORTED,
                 "memory kind \"device\" needs CUDA, which this build of rmaop does not have (rebuild with the CUDA toolkit)");
-#endif
   /* Every built-in backend's options, whatever the backend chosen: a bad value is an error on any backend. */
   for (int b = 0; b < rmaop__backend_count(); ++b) {
     const rmaop_backend *be = rmaop__backend_at(b);
@@ -67,7 +65,6 @@ static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) 
 
 /* Whether MPI accepts device pointers: compiled against a CUDA-aware Open MPI and the run-time library says
  * so (it may be built with CUDA and still run without it). */
-#ifdef RMAOP_HAVE_CUDA
 static int mpi_cuda_aware(void) {
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
   return MPIX_Query_cuda_support() == 1;
@@ -75,7 +72,6 @@ static int mpi_cuda_aware(void) {
   return 0;
 #endif
 }
-#endif
 
 /* Which node every rank is on: the rank (in ctx->comm) of its node's first process. */
 static rmaop_status find_nodes(rmaop_ctx ctx) {
@@ -99,9 +95,7 @@ static void ctx_free(rmaop_ctx ctx) {
   }
   rmaop__trace_free(ctx);
   rmaop__request_pool_free(ctx);
-#ifdef RMAOP_HAVE_CUDA
-  rmaop__dev_fini(ctx);
-#endif
+  rmaop__dev_fini(ctx); /* a host context's: nothing to release */
   for (int b = 0; b < RMAOP__MAX_BACKENDS; ++b) free(ctx->settings[b]);
   free(ctx->node_of);
   free(ctx);
@@ -126,15 +120,13 @@ rmaop_status rmaop_ctx_create(MPI_Comm comm, const rmaop_ctx_options *opts, rmao
   st = parse_options(ctx, opts);
   RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, "rmaop_ctx_create (options)"), st, err);
   RMAOP_CHECK_GOTO(find_nodes(ctx), st, err);
-#ifdef RMAOP_HAVE_CUDA
-  if (ctx->memory == RMAOP_MEMORY_DEVICE) {
+  if (RMAOP__ON_DEVICE(ctx)) {
     RMAOP_CHECK_GOTO(rmaop__agree(ctx, rmaop__dev_init(ctx), "rmaop_ctx_create (GPU)"), st, err);
     /* Every rank must take the same path: CUDA-aware only when all ranks' MPI says so. */
     int aware = mpi_cuda_aware(), all = 0;
     RMAOP_CHECK_MPI_GOTO(ctx, MPI_Allreduce(&aware, &all, 1, MPI_INT, MPI_MIN, ctx->comm), st, err);
     ctx->mpi_cuda_aware = all;
   }
-#endif
   st = ctx->backend->init(ctx);
   RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, "rmaop_ctx_create (backend init)"), st, err_fini);
   *out = ctx;
@@ -161,9 +153,7 @@ void rmaop_ctx_destroy(rmaop_ctx *pctx) {
 
 rmaop_status rmaop_ctx_synchronize(rmaop_ctx ctx) {
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_ctx_synchronize: ctx is NULL");
-#ifdef RMAOP_HAVE_CUDA
-  if (ctx->memory == RMAOP_MEMORY_DEVICE) return rmaop__dev_sync(ctx);
-#endif
+  if (RMAOP__ON_DEVICE(ctx)) return rmaop__dev_sync(ctx);
   return RMAOP_OK;
 }
 

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "rmaop/rmaop.h"
+#include "device/built.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -18,13 +19,9 @@ struct rmaop_backend;
 
 enum { RMAOP__SCALARS_AUTO, RMAOP__SCALARS_HOST, RMAOP__SCALARS_DEVICE, RMAOP__SCALARS_GRAPH };
 
-/* Whether an object with a `memory` field (a context, a vector) lives on the GPU; 0 without CUDA, where no
- * device context can exist. */
-#ifdef RMAOP_HAVE_CUDA
-#define RMAOP__ON_DEVICE(obj) ((obj)->memory == RMAOP_MEMORY_DEVICE)
-#else
-#define RMAOP__ON_DEVICE(obj) 0
-#endif
+/* Whether an object with a `memory` field (a context, a vector) lives on the GPU; a constant 0 without CUDA
+ * (src/device/built.h), where no device context can exist. */
+#define RMAOP__ON_DEVICE(obj) (RMAOP__DEV_BUILT && (obj)->memory == RMAOP_MEMORY_DEVICE)
 
 struct rmaop_ctx_s {
   MPI_Comm comm;          /* duplicate, MPI_ERRORS_RETURN */

@@ -268,9 +268,7 @@ static void plan_free_arrays(rmaop_plan plan) {
   free(plan->recv_peer_disp);
   free(plan->self);
   free(plan->host_src);
-#ifdef RMAOP_HAVE_CUDA
   rmaop__dev_free(plan->dev_staging);
-#endif
   free(plan);
 }
 
@@ -372,8 +370,7 @@ rmaop_status rmaop_plan_begin(rmaop_plan plan, const void *src, void *dst, rmaop
   RMAOP_REQUIRE(ctx, dst != NULL || (plan->nrecv == 0 && plan->nself == 0), RMAOP_ERR_ARG,
                 "rmaop_plan_begin: dst is NULL but plan \"%s\" receives data", plan->label);
   plan->capturing = 0;
-#ifdef RMAOP_HAVE_CUDA
-  if (ctx->memory == RMAOP_MEMORY_DEVICE && rmaop__dev_capturing(ctx)) {
+  if (RMAOP__ON_DEVICE(ctx) && rmaop__dev_capturing(ctx)) {
     const int remote = plan->nsend_peers + plan->nrecv_peers > 0;
     const char *why = !plan->dev_native && plan->nsend + plan->nrecv > 0
                           ? "it stages through host memory, which waits for the stream on the host"
@@ -387,7 +384,6 @@ rmaop_status rmaop_plan_begin(rmaop_plan plan, const void *src, void *dst, rmaop
     plan->capturing = 1;
     ctx->captured_plans++;
   }
-#endif
   plan->cur_src = src;
   plan->cur_dst = dst;
   plan->cur_mode = mode;
@@ -432,9 +428,7 @@ static rmaop_status apply_one(rmaop_plan plan, const rmaop__unpack_from *from, v
     RMAOP_CHECK(from->apply(plan, dst, src, (size_t)count * plan->esize, mode, &taken));
     if (taken) return RMAOP_OK;
   }
-#ifdef RMAOP_HAVE_CUDA
-  if (plan->ctx->memory == RMAOP_MEMORY_DEVICE) return rmaop__dev_apply(plan->ctx, plan->dtype, dst, src, count, mode);
-#endif
+  if (RMAOP__ON_DEVICE(plan->ctx)) return rmaop__dev_apply(plan->ctx, plan->dtype, dst, src, count, mode);
   rmaop__host_apply(plan->dtype, dst, src, count, mode);
   return RMAOP_OK;
 }
@@ -449,7 +443,6 @@ static rmaop_status apply_self(rmaop_plan plan, const rmaop__unpack_from *from, 
   return RMAOP_OK;
 }
 
-#ifdef RMAOP_HAVE_CUDA
 /* A device plan whose backend received into host memory: the staging goes to the device first. A pageable
  * source is consumed before cudaMemcpyAsync returns, so the backend may reuse its staging at once. */
 static rmaop_status staging_to_device(rmaop_plan plan, const void **staging) {
@@ -460,7 +453,6 @@ static rmaop_status staging_to_device(rmaop_plan plan, const void **staging) {
   *staging = plan->dev_staging;
   return RMAOP_OK;
 }
-#endif
 
 rmaop_status rmaop__plan_unpack(rmaop_plan plan, const rmaop__unpack_from *from) {
   static const rmaop__unpack_from nothing = {0};
@@ -470,9 +462,7 @@ rmaop_status rmaop__plan_unpack(rmaop_plan plan, const rmaop__unpack_from *from)
   const void *src = plan->cur_src, *staging = from->staging;
   void *dst = plan->cur_dst;
   const rmaop_mode mode = plan->cur_mode;
-#ifdef RMAOP_HAVE_CUDA
-  if (plan->ctx->memory == RMAOP_MEMORY_DEVICE) RMAOP_CHECK(staging_to_device(plan, &staging));
-#endif
+  if (RMAOP__ON_DEVICE(plan->ctx)) RMAOP_CHECK(staging_to_device(plan, &staging));
   int self_done = 0;
   for (int g = 0; g < plan->nrecv_peers; ++g) {
     if (!self_done && plan->recv_peers[g] > me) {
@@ -490,9 +480,8 @@ rmaop_status rmaop__plan_unpack(rmaop_plan plan, const rmaop__unpack_from *from)
 }
 
 const void *rmaop__plan_send_src(rmaop_plan plan) {
-#ifdef RMAOP_HAVE_CUDA
   rmaop_ctx ctx = plan->ctx;
-  if (ctx->memory != RMAOP_MEMORY_DEVICE || plan->dev_native || plan->nsend == 0) return plan->cur_src;
+  if (!RMAOP__ON_DEVICE(ctx) || plan->dev_native || plan->nsend == 0) return plan->cur_src;
   const size_t es = plan->esize;
   if (!plan->host_src && rmaop__malloc(ctx, (size_t)plan->src_len * es + 1, "host copy of a device plan's source",
                                        &plan->host_src) != RMAOP_OK)
@@ -504,9 +493,6 @@ const void *rmaop__plan_send_src(rmaop_plan plan) {
       return NULL;
   }
   return rmaop__dev_sync(ctx) == RMAOP_OK ? plan->host_src : NULL;
-#else
-  return plan->cur_src;
-#endif
 }
 
 rmaop_status rmaop_plan_get_info(rmaop_plan plan, rmaop_plan_info *info) {

@@ -8,9 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#ifdef RMAOP_HAVE_CUDA
 #include "device/device.h"
-#endif
 
 /* Requests come from a small per-context pool; buffers of up to 16 doubles live inside the request.
  * A solver's reductions therefore allocate nothing per iteration. */
@@ -177,15 +175,12 @@ rmaop_status rmaop_request_wait(rmaop_request *preq) {
 void rmaop__dev_reduce_free(rmaop_ctx ctx) {
   for (size_t i = 0; i < sizeof ctx->dred / sizeof ctx->dred[0]; ++i) {
     if (ctx->dred[i].plan) rmaop_plan_destroy(&ctx->dred[i].plan);
-#ifdef RMAOP_HAVE_CUDA
     rmaop__dev_free(ctx->dred[i].slots);
-#endif
     ctx->dred[i].slots = NULL;
     ctx->dred[i].count = 0;
   }
 }
 
-#ifdef RMAOP_HAVE_CUDA
 /* The gather plan for `count` doubles (collective when it is created). */
 static rmaop_status gather_plan(rmaop_ctx ctx, int64_t count, int *slot) {
   const int i = count <= 16 ? (int)count : 0;
@@ -218,10 +213,8 @@ static rmaop_status gather_plan(rmaop_ctx ctx, int64_t count, int *slot) {
   ctx->dred[i].count = count;
   return RMAOP_OK;
 }
-#endif
 
 rmaop_status rmaop__allreduce_device(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op) {
-#ifdef RMAOP_HAVE_CUDA
   if (count == 0) return RMAOP_OK;
   if (ctx->backend->reduce_device) {
     int done = 0;
@@ -232,10 +225,6 @@ rmaop_status rmaop__allreduce_device(rmaop_ctx ctx, const double *in, double *ou
   RMAOP_CHECK(gather_plan(ctx, count, &i));
   RMAOP_CHECK(rmaop_plan_execute(ctx->dred[i].plan, in, ctx->dred[i].slots, RMAOP_INSERT));
   return rmaop__dev_reduce_slots(ctx, ctx->dred[i].slots, ctx->size, count, op, out);
-#else
-  (void)in, (void)out, (void)count, (void)op;
-  return RMAOP_ERROR(ctx, RMAOP_ERR_INTERNAL, "device reduction in a build without CUDA");
-#endif
 }
 
 rmaop_status rmaop_allreduce_enqueue(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op) {
@@ -249,14 +238,12 @@ rmaop_status rmaop_allreduce_enqueue(rmaop_ctx ctx, const double *in, double *ou
                         (long long)count);
   else if (op != RMAOP_SUM && op != RMAOP_MAX && op != RMAOP_MIN)
     local = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_allreduce_enqueue: op %d is not SUM, MAX or MIN", (int)op);
-#ifdef RMAOP_HAVE_CUDA
-  else if (ctx->memory == RMAOP_MEMORY_DEVICE && count > 0 &&
+  else if (RMAOP__ON_DEVICE(ctx) && count > 0 &&
            (!rmaop__dev_is_device_ptr(in) || !rmaop__dev_is_device_ptr(out)))
     local = RMAOP_ERROR(ctx, RMAOP_ERR_ARG,
                         "rmaop_allreduce_enqueue: %s is not device memory (a device context reduces device buffers; "
                         "rmaop_allreduce takes host buffers)",
                         !rmaop__dev_is_device_ptr(in) ? "in" : "out");
-#endif
   /* As rmaop_allreduce: a bad rank cannot know the others' count, so every rank agrees first, on the
    * arguments and on the count and op (the gather plan is created per count, collectively). */
   RMAOP_CHECK(rmaop__agree(ctx, local, "rmaop_allreduce_enqueue"));

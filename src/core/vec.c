@@ -14,11 +14,6 @@
 
 static int is_complex(rmaop_dtype dt) { return dt == RMAOP_C64 || dt == RMAOP_C128; }
 
-#ifdef RMAOP_HAVE_CUDA
-#define DEV(call) (call)
-#else
-#define DEV(call) RMAOP_ERR_INTERNAL /* never reached: no device vector exists without CUDA */
-#endif
 #define ON_DEVICE(v) RMAOP__ON_DEVICE(v)
 
 static rmaop_status check_vec(rmaop_ctx ctx, const char *fn, const char *name, rmaop_vec v) {
@@ -109,7 +104,7 @@ void rmaop_vec_destroy(rmaop_vec *pv) {
     free(v);
     return;
   }
-  if (ON_DEVICE(v)) (void)DEV(rmaop__dev_sync(v->ctx)); /* kernels still using the memory finish first */
+  if (ON_DEVICE(v)) (void)rmaop__dev_sync(v->ctx); /* kernels still using the memory finish first */
   rmaop__mem_free(v->ctx, &v->data);
   free(v);
 }
@@ -168,7 +163,7 @@ rmaop_status rmaop_vec_read_local(rmaop_vec v, void *host) {
   RMAOP_REQUIRE(v->ctx, host != NULL || v->local_n == 0, RMAOP_ERR_ARG, "rmaop_vec_read_local: host buffer is NULL");
   const size_t bytes = (size_t)v->local_n * rmaop_dtype_size(v->dtype);
   RMAOP_CHECK(rmaop__mem_copy(v->ctx, host, v->data, bytes));
-  return ON_DEVICE(v) ? DEV(rmaop__dev_sync(v->ctx)) : RMAOP_OK;
+  return ON_DEVICE(v) ? rmaop__dev_sync(v->ctx) : RMAOP_OK;
 }
 
 rmaop_status rmaop_vec_write_local(rmaop_vec v, const void *host) {
@@ -176,7 +171,7 @@ rmaop_status rmaop_vec_write_local(rmaop_vec v, const void *host) {
   RMAOP_REQUIRE(v->ctx, host != NULL || v->local_n == 0, RMAOP_ERR_ARG, "rmaop_vec_write_local: host buffer is NULL");
   const size_t bytes = (size_t)v->local_n * rmaop_dtype_size(v->dtype);
   RMAOP_CHECK(rmaop__mem_copy(v->ctx, v->data, host, bytes));
-  return ON_DEVICE(v) ? DEV(rmaop__dev_sync(v->ctx)) : RMAOP_OK; /* the caller may reuse its buffer at once */
+  return ON_DEVICE(v) ? rmaop__dev_sync(v->ctx) : RMAOP_OK; /* the caller may reuse its buffer at once */
 }
 
 /* ---- local operations ---- */
@@ -185,7 +180,7 @@ rmaop_status rmaop_vec_set(rmaop_vec x, double _Complex alpha) {
   RMAOP_CHECK(check_vec(NULL, "rmaop_vec_set", "x", x));
   RMAOP_CHECK(check_scalar(x, "rmaop_vec_set", "alpha", alpha));
   const int64_t n = x->local_n;
-  if (ON_DEVICE(x)) return DEV(rmaop__dev_set(x->ctx, x->dtype, x->data, n, creal(alpha), cimag(alpha)));
+  if (ON_DEVICE(x)) return rmaop__dev_set(x->ctx, x->dtype, x->data, n, creal(alpha), cimag(alpha));
   RMAOP__FOR_DTYPE(x->dtype, {
     T *d = (T *)x->data;
     const T a = (T)alpha;
@@ -203,7 +198,7 @@ rmaop_status rmaop_vec_axpy(rmaop_vec y, double _Complex alpha, rmaop_vec x) {
   RMAOP_CHECK(check_pair("rmaop_vec_axpy", "y", y, "x", x));
   RMAOP_CHECK(check_scalar(y, "rmaop_vec_axpy", "alpha", alpha));
   const int64_t n = y->local_n;
-  if (ON_DEVICE(y)) return DEV(rmaop__dev_axpby(y->ctx, y->dtype, y->data, x->data, n, creal(alpha), cimag(alpha), 1.0, 0.0));
+  if (ON_DEVICE(y)) return rmaop__dev_axpby(y->ctx, y->dtype, y->data, x->data, n, creal(alpha), cimag(alpha), 1.0, 0.0);
   RMAOP__FOR_DTYPE(y->dtype, {
     T *restrict d = (T *)y->data;
     const T *s = (const T *)x->data;
@@ -219,7 +214,7 @@ rmaop_status rmaop_vec_axpby(rmaop_vec y, double _Complex alpha, double _Complex
   RMAOP_CHECK(check_scalar(y, "rmaop_vec_axpby", "beta", beta));
   const int64_t n = y->local_n;
   if (ON_DEVICE(y))
-    return DEV(rmaop__dev_axpby(y->ctx, y->dtype, y->data, x->data, n, creal(alpha), cimag(alpha), creal(beta), cimag(beta)));
+    return rmaop__dev_axpby(y->ctx, y->dtype, y->data, x->data, n, creal(alpha), cimag(alpha), creal(beta), cimag(beta));
   RMAOP__FOR_DTYPE(y->dtype, {
     T *d = (T *)y->data;
     const T *s = (const T *)x->data;
@@ -233,7 +228,7 @@ rmaop_status rmaop_vec_scale(rmaop_vec x, double _Complex alpha) {
   RMAOP_CHECK(check_vec(NULL, "rmaop_vec_scale", "x", x));
   RMAOP_CHECK(check_scalar(x, "rmaop_vec_scale", "alpha", alpha));
   const int64_t n = x->local_n;
-  if (ON_DEVICE(x)) return DEV(rmaop__dev_axpby(x->ctx, x->dtype, x->data, x->data, n, creal(alpha), cimag(alpha), 0.0, 0.0));
+  if (ON_DEVICE(x)) return rmaop__dev_axpby(x->ctx, x->dtype, x->data, x->data, n, creal(alpha), cimag(alpha), 0.0, 0.0);
   RMAOP__FOR_DTYPE(x->dtype, {
     T *d = (T *)x->data;
     const T a = (T)alpha;
@@ -246,7 +241,7 @@ rmaop_status rmaop_vec_pointwise_mult(rmaop_vec w, rmaop_vec x, rmaop_vec y) {
   RMAOP_CHECK(check_pair("rmaop_vec_pointwise_mult", "w", w, "x", x));
   RMAOP_CHECK(check_pair("rmaop_vec_pointwise_mult", "w", w, "y", y));
   const int64_t n = w->local_n;
-  if (ON_DEVICE(w)) return DEV(rmaop__dev_pmult(w->ctx, w->dtype, w->data, x->data, y->data, n));
+  if (ON_DEVICE(w)) return rmaop__dev_pmult(w->ctx, w->dtype, w->data, x->data, y->data, n);
   RMAOP__FOR_DTYPE(w->dtype, {
     T *d = (T *)w->data;
     const T *a = (const T *)x->data, *b = (const T *)y->data;
@@ -289,7 +284,7 @@ static void host_dot(rmaop_dtype dt, const void *av, const void *bv, int64_t n, 
 static rmaop_status range_dot(rmaop_vec x, rmaop_vec y, int64_t off, int64_t n, double out[2]) {
   const int64_t es = (int64_t)rmaop_dtype_size(x->dtype);
   const void *a = (const char *)x->data + off * es, *b = (const char *)y->data + off * es;
-  if (ON_DEVICE(x)) return DEV(rmaop__dev_dots(x->ctx, x->dtype, 1, &a, &b, n, out));
+  if (ON_DEVICE(x)) return rmaop__dev_dots(x->ctx, x->dtype, 1, &a, &b, n, out);
   host_dot(x->dtype, a, b, n, out);
   return RMAOP_OK;
 }
@@ -343,7 +338,6 @@ static rmaop_status local_dots(int n, const rmaop_vec x[], const rmaop_vec y[], 
       ++k;
       continue;
     }
-#ifdef RMAOP_HAVE_CUDA
     const void *xs[8], *ys[8];
     int m = 0;
     while (k + m < n && m < 8 && x[k + m]->dtype == x[k]->dtype && x[k + m]->local_n == x[k]->local_n &&
@@ -354,7 +348,6 @@ static rmaop_status local_dots(int n, const rmaop_vec x[], const rmaop_vec y[], 
     }
     RMAOP_CHECK(rmaop__dev_dots(x[k]->ctx, x[k]->dtype, m, xs, ys, x[k]->local_n, partials + 2 * k));
     k += m;
-#endif
   }
   return RMAOP_OK;
 }
@@ -436,7 +429,6 @@ rmaop_status rmaop_vec_mdot(int n, const rmaop_vec x[], const rmaop_vec y[], dou
   return rmaop_request_wait(&req);
 }
 
-#ifdef RMAOP_HAVE_CUDA
 rmaop_status rmaop__vec_mdot_device(int n, const rmaop_vec x[], const rmaop_vec y[], double *r) {
   rmaop_ctx ctx = x[0]->ctx;
   double *fin = rmaop__dev_dots_result(ctx);
@@ -453,7 +445,6 @@ rmaop_status rmaop__vec_mdot_device(int n, const rmaop_vec x[], const rmaop_vec 
   }
   return rmaop__allreduce_device(ctx, fin, r, 2 * (int64_t)n, RMAOP_SUM);
 }
-#endif
 
 int rmaop__vec_device_dots_ok(rmaop_vec v) {
   return ON_DEVICE(v) && !rmaop__layout_replicated(v->layout) && !stacked_mixed(v->layout);
@@ -462,7 +453,7 @@ int rmaop__vec_device_dots_ok(rmaop_vec v) {
 rmaop_status rmaop_vec_mdot_enqueue(int n, const rmaop_vec x[], const rmaop_vec y[], double *r) {
   rmaop_ctx ctx = first_ctx(n, x, y);
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_vec_mdot_enqueue: no vector given (n = %d, or all NULL)", n);
-  if (ctx->memory != RMAOP_MEMORY_DEVICE) { /* host memory: the blocking dots, results in r as (re, im) pairs */
+  if (!ON_DEVICE(ctx)) { /* host memory: the blocking dots, results in r as (re, im) pairs */
     double _Complex buf[8], *c = buf;
     if (n > 8) RMAOP_CHECK(rmaop__malloc(ctx, (size_t)n * sizeof *c, "mdot results", (void **)&c)); /* as mdot's partials */
     rmaop_status st = rmaop_vec_mdot(n, x, y, r ? c : NULL);
@@ -480,16 +471,12 @@ rmaop_status rmaop_vec_mdot_enqueue(int n, const rmaop_vec x[], const rmaop_vec 
                           "(rmaop_vec_mdot reduces every layout)",
                           k, rmaop__layout_replicated(x[k]->layout) ? "replicated (BROADCAST)" : "a stacked vector with "
                                                                                                "BROADCAST parts");
-#ifdef RMAOP_HAVE_CUDA
   if (local == RMAOP_OK && !rmaop__dev_is_device_ptr(r))
     local = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_vec_mdot_enqueue: r is not device memory (a device context leaves "
                                             "the 2n doubles in device memory)");
   /* One host collective on the arguments (a bad rank must not leave the others in the gather). */
   RMAOP_CHECK(rmaop__agree(ctx, local, "rmaop_vec_mdot_enqueue"));
   return rmaop__vec_mdot_device(n, x, y, r);
-#else
-  return local != RMAOP_OK ? local : RMAOP_ERROR(ctx, RMAOP_ERR_INTERNAL, "device vectors in a build without CUDA");
-#endif
 }
 
 rmaop_status rmaop_vec_dot(rmaop_vec x, rmaop_vec y, double _Complex *r) {

@@ -1,7 +1,7 @@
 /* Operators on device (GPU) memory: the local work of the stencil (derivatives, Laplacian) and block
  * operators as CUDA kernels and cuBLAS calls. Declarations are plain C; the definitions are in
- * src/device/ops.cu (nvcc), built only with RMAOP_HAVE_CUDA. Every call enqueues on the context's stream
- * and returns (nothing here synchronizes); errors are recorded in the context (RMAOP_ERR_CUDA).
+ * src/device/ops.cu (nvcc) with CUDA, refusals in src/device/stubs.c without it. Every call enqueues on the
+ * context's stream and returns (nothing here synchronizes); errors are recorded in the context (RMAOP_ERR_CUDA).
  *
  * The stencil coefficients are defined once, below, for the host (src/ops/op_stencil.c) and the device
  * kernels, so both paths use the same numbers. */

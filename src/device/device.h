@@ -1,6 +1,7 @@
 /* Device (GPU) memory: the core's CUDA layer. Declarations are plain C; the definitions are in
- * src/device/device.cu (nvcc). Built only with RMAOP_HAVE_CUDA; without it rmaop_ctx_create refuses
- * device memory with RMAOP_ERR_UNSUPPORTED and nothing here is called.
+ * src/device/device.cu (nvcc) with CUDA, in src/device/stubs.c without it: there rmaop_ctx_create refuses
+ * device memory (RMAOP_ERR_UNSUPPORTED), the calls behind RMAOP__ON_DEVICE never run, and the stubs refuse
+ * (RMAOP_ERR_UNSUPPORTED) or, for the frees and queries host paths make, do nothing.
  *
  * Stream semantics: everything runs on the context's stream (ctx->stream) in issue order; the calls
  * return once the work is enqueued, except where a comment says "synchronizes" (the host needs the

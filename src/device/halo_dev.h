@@ -1,7 +1,7 @@
 /* Device (GPU) part of the halo operator (src/ops/op_halo.c): the interior copy between a rank's block and the
  * middle of its extended block, and the zeros outside the global array. Plain C declarations; the kernels
- * are in src/device/halo.cu (nvcc), built only with RMAOP_HAVE_CUDA. Each enqueues on the context's stream
- * and returns; errors are recorded in the context. */
+ * are in src/device/halo.cu (nvcc) with CUDA, refusals in src/device/stubs.c without it. Each enqueues on the
+ * context's stream and returns; errors are recorded in the context. */
 #ifndef RMAOP_HALO_DEV_H
 #define RMAOP_HALO_DEV_H
 

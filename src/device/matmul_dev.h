@@ -1,6 +1,7 @@
 /* Local dense products of the matrix-multiply and Fredholm operators (src/ops/op_matmul.c, src/ops/op_fredholm.c):
  * a cache-blocked host loop in the dtype, and cuBLAS gemm on device memory (src/device/matmul.cu, built only
- * with RMAOP_HAVE_CUDA; it enqueues on the context's stream and never synchronizes).
+ * with CUDA, a refusal in src/device/stubs.c without it; it enqueues on the context's stream and never
+ * synchronizes).
  *
  * Every matrix is row-major. C is m x n (leading dimension ldc); B is k x n (ldb); A is m x k (lda) when
  * conj_a = 0, or k x m (lda) when conj_a = 1, in which case the product uses A^H. accumulate = 0

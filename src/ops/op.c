@@ -7,9 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#ifdef RMAOP_HAVE_CUDA
 #include "device/device.h"
-#endif
 
 rmaop_status rmaop__op_new(rmaop_ctx ctx, const char *name, rmaop_dtype dtype, rmaop_layout model, rmaop_layout data,
                            const rmaop__op_ops *ops, void *impl, rmaop_op *out) {
@@ -445,10 +443,8 @@ rmaop_status rmaop__vec_fill_random(rmaop_vec v, unsigned seed) {
   }
   const int64_t off = v->layout->offsets[v->ctx->rank];
   void *data = v->data;
-#ifdef RMAOP_HAVE_CUDA
   const size_t bytes = (size_t)v->local_n * rmaop_dtype_size(v->dtype);
-  if (v->memory == RMAOP_MEMORY_DEVICE) RMAOP_CHECK(rmaop__malloc(v->ctx, bytes + 1, "random values (host)", &data));
-#endif
+  if (RMAOP__ON_DEVICE(v)) RMAOP_CHECK(rmaop__malloc(v->ctx, bytes + 1, "random values (host)", &data));
   for (int64_t i = 0; i < v->local_n; ++i) {
     double re = hash_unit(seed, off + i, 0), im = hash_unit(seed, off + i, 1);
     switch (v->dtype) {
@@ -458,14 +454,12 @@ rmaop_status rmaop__vec_fill_random(rmaop_vec v, unsigned seed) {
     case RMAOP_C128: ((double _Complex *)data)[i] = CMPLX(re, im); break;
     }
   }
-#ifdef RMAOP_HAVE_CUDA
-  if (data != v->data) {
+  if (data != v->data) { /* device memory: the values go over from the host copy */
     rmaop_status st = rmaop__dev_copy(v->ctx, v->data, data, bytes);
     if (st == RMAOP_OK) st = rmaop__dev_sync(v->ctx);
     free(data);
     RMAOP_CHECK(st);
   }
-#endif
   return RMAOP_OK;
 }
 

@@ -9,10 +9,8 @@
 
 #include <stdio.h>
 
-#ifdef RMAOP_HAVE_CUDA
 #include "device/dev_ops.h"
 #include "device/device.h"
-#endif
 
 #define CONJ(v) _Generic((v), float _Complex: conjf(v), double _Complex: conj(v), default: (v))
 
@@ -54,9 +52,7 @@ static void rows_axpy(rmaop_dtype dt, const void *Mv, int64_t n, int64_t m, cons
 /* y = B x (adjoint = 0) or x = B^H y (adjoint = 1) on host arrays, or device arrays for a dense block. */
 static rmaop_status block_local(rmaop_op A, const void *in, void *out, int adjoint) {
   block_impl *b = A->impl;
-#ifdef RMAOP_HAVE_CUDA
   if (b->dev && b->dBt) return rmaop__dev_gemv(A->ctx, b->blas, A->dtype, adjoint, b->dBt, b->nr, b->nc, in, out);
-#endif
   if (!b->B) {
     rmaop_status st = adjoint ? b->cb.apply_adjoint(b->cb.user, in, out) : b->cb.apply(b->cb.user, in, out);
     RMAOP_REQUIRE(A->ctx, st == RMAOP_OK, st, "\"%s\": the user's %s callback returned %s", A->name,
@@ -68,7 +64,6 @@ static rmaop_status block_local(rmaop_op A, const void *in, void *out, int adjoi
   return RMAOP_OK;
 }
 
-#ifdef RMAOP_HAVE_CUDA
 /* The callbacks work on host arrays (rmaop_block): device vectors pass through host copies. */
 static rmaop_status block_local_staged(rmaop_op A, const void *in, void *out, int adjoint) {
   block_impl *b = A->impl;
@@ -79,14 +74,11 @@ static rmaop_status block_local_staged(rmaop_op A, const void *in, void *out, in
   RMAOP_CHECK(block_local(A, b->hin, b->hout, adjoint));
   return rmaop__dev_copy(A->ctx, out, b->hout, (size_t)nout * es);
 }
-#endif
 
 /* The local product on the operator's memory. */
 static rmaop_status block_local_any(rmaop_op A, const void *in, void *out, int adjoint) {
-#ifdef RMAOP_HAVE_CUDA
   block_impl *b = A->impl;
   if (b->dev && !b->dBt) return block_local_staged(A, in, out, adjoint);
-#endif
   return block_local(A, in, out, adjoint);
 }
 
@@ -97,13 +89,11 @@ static rmaop_status reduce_begin(rmaop_op A, rmaop_vec v) {
   block_impl *b = A->impl;
   b->out = v;
   const void *src = v->data;
-#ifdef RMAOP_HAVE_CUDA
   if (b->dev) { /* the reduction runs on host doubles: bring the device vector over */
     src = widened(A->dtype) ? b->hred : (void *)b->red;
     RMAOP_CHECK(rmaop__dev_copy(A->ctx, (void *)src, v->data, (size_t)b->nred * (widened(A->dtype) ? sizeof(float) : sizeof(double))));
     RMAOP_CHECK(rmaop__dev_sync(A->ctx));
   }
-#endif
   double *buf = widened(A->dtype) || b->dev ? b->red : v->data;
   if (widened(A->dtype)) /* f32 and c64: nred floats (complex as pairs) widen to doubles */
     for (int64_t i = 0; i < b->nred; ++i) buf[i] = ((const float *)src)[i];
@@ -116,15 +106,11 @@ static rmaop_status reduce_end(rmaop_op A) {
   block_impl *b = A->impl;
   RMAOP_CHECK(rmaop_request_wait(&b->req));
   void *dst = b->out->data;
-#ifdef RMAOP_HAVE_CUDA
   if (b->dev) dst = widened(A->dtype) ? b->hred : (void *)b->red;
-#endif
   if (widened(A->dtype))
     for (int64_t i = 0; i < b->nred; ++i) ((float *)dst)[i] = (float)b->red[i];
-#ifdef RMAOP_HAVE_CUDA
   /* From pageable host memory: the copy has read the buffer when it returns, so it may be reused. */
   if (b->dev) RMAOP_CHECK(rmaop__dev_copy(A->ctx, b->out->data, dst, (size_t)b->nred * (widened(A->dtype) ? sizeof(float) : sizeof(double))));
-#endif
   return RMAOP_OK;
 }
 
@@ -145,10 +131,8 @@ static rmaop_status block_adjoint_end(rmaop_op A) {
   return ((block_impl *)A->impl)->kind == VSTACK ? reduce_end(A) : RMAOP_OK;
 }
 static void block_free(block_impl *b) {
-#ifdef RMAOP_HAVE_CUDA
   rmaop__dev_blas_destroy(b->blas);
   rmaop__dev_free(b->dBt);
-#endif
   free(b->B);
   free(b->Bt);
   free(b->red);
@@ -185,7 +169,6 @@ static rmaop_status copy_dense(rmaop_ctx ctx, rmaop_dtype dt, const rmaop_block 
   return RMAOP_OK;
 }
 
-#ifdef RMAOP_HAVE_CUDA
 /* Device context: the dense block's transpose to device memory and a cuBLAS handle, or host buffers for
  * the callbacks' arguments. */
 static rmaop_status block_to_device(rmaop_ctx ctx, rmaop_dtype dt, const rmaop_block *blk, block_impl *b) {
@@ -207,7 +190,6 @@ static rmaop_status block_to_device(rmaop_ctx ctx, rmaop_dtype dt, const rmaop_b
   b->B = b->Bt = NULL;
   return rmaop__dev_blas_create(ctx, &b->blas);
 }
-#endif
 
 static rmaop_status create_block(rmaop_ctx ctx, int kind, rmaop_dtype dtype, const rmaop_block *blk, rmaop_op *out) {
   static const char *const fns[] = {"rmaop_op_create_blockdiag", "rmaop_op_create_vstack", "rmaop_op_create_hstack"};
@@ -231,12 +213,10 @@ static rmaop_status create_block(rmaop_ctx ctx, int kind, rmaop_dtype dtype, con
     int64_t nvec = kind == VSTACK ? blk->ncols : kind == HSTACK ? blk->nrows : 0;
     b->nred = nvec * (dtype == RMAOP_C64 || dtype == RMAOP_C128 ? 2 : 1);
     if (blk->dense) st = copy_dense(ctx, dtype, blk, b);
-#ifdef RMAOP_HAVE_CUDA
-    b->dev = ctx->memory == RMAOP_MEMORY_DEVICE;
+    b->dev = RMAOP__ON_DEVICE(ctx);
     if (st == RMAOP_OK && b->dev) st = block_to_device(ctx, dtype, blk, b);
     if (st == RMAOP_OK && b->dev && widened(dtype) && b->nred)
       st = rmaop__malloc(ctx, (size_t)b->nred * sizeof(float), "reduction buffer (floats)", &b->hred);
-#endif
     if (st == RMAOP_OK && (widened(dtype) || b->dev) && b->nred)
       st = rmaop__malloc(ctx, (size_t)b->nred * sizeof(double), "reduction buffer", (void **)&b->red);
   }
@@ -271,10 +251,7 @@ typedef struct {
 /* Before a callback on device memory: the stream's work on its arguments (the halo's unpack, the zeroed
  * ghost, earlier kernels on x and y) is done. The callback finishes its own device work before it returns. */
 static rmaop_status shell_ready(rmaop_op A) {
-#ifdef RMAOP_HAVE_CUDA
   if (((shell_impl *)A->impl)->dev) return rmaop__dev_sync(A->ctx);
-#endif
-  (void)A;
   return RMAOP_OK;
 }
 
@@ -294,11 +271,8 @@ static rmaop_status shell_apply_end(rmaop_op A) {
 }
 static rmaop_status shell_adjoint_begin(rmaop_op A, rmaop_vec y, rmaop_vec x) {
   shell_impl *s = A->impl;
-#ifdef RMAOP_HAVE_CUDA
   if (s->dev) RMAOP_CHECK(rmaop__dev_set(A->ctx, A->dtype, s->ghost, s->plan->dst_len, 0.0, 0.0));
-  else
-#endif
-    memset(s->ghost, 0, s->ghost_bytes);
+  else memset(s->ghost, 0, s->ghost_bytes);
   RMAOP_CHECK(shell_ready(A));
   rmaop_status st = s->cb.apply_adjoint(s->cb.user, y->data, x->data, s->ghost);
   RMAOP_REQUIRE(A->ctx, st == RMAOP_OK, st, "shell operator: the user's apply_adjoint callback returned %s",
@@ -307,12 +281,10 @@ static rmaop_status shell_adjoint_begin(rmaop_op A, rmaop_vec y, rmaop_vec x) {
 }
 static rmaop_status shell_adjoint_end(rmaop_op A) { return rmaop_plan_end(((shell_impl *)A->impl)->rev); }
 static void shell_free_ghost(shell_impl *s) {
-#ifdef RMAOP_HAVE_CUDA
   if (s->dev) {
     rmaop__dev_free(s->ghost);
     s->ghost = NULL;
   }
-#endif
   free(s->ghost);
 }
 static void shell_destroy(rmaop_op A) {
@@ -343,12 +315,9 @@ rmaop_status rmaop_op_create_shell(rmaop_layout model, rmaop_layout data, rmaop_
   s->plan = plan;
   s->cb = *ops;
   s->ghost_bytes = (size_t)plan->dst_len * plan->esize;
-#ifdef RMAOP_HAVE_CUDA
-  s->dev = ctx->memory == RMAOP_MEMORY_DEVICE;
+  s->dev = RMAOP__ON_DEVICE(ctx);
   if (s->dev) st = rmaop__dev_malloc(ctx, s->ghost_bytes + plan->esize, "shell ghost buffer", &s->ghost);
-  else
-#endif
-    st = rmaop__calloc(ctx, s->ghost_bytes + 1, 1, "shell ghost buffer", &s->ghost);
+  else st = rmaop__calloc(ctx, s->ghost_bytes + 1, 1, "shell ghost buffer", &s->ghost);
   st = rmaop__agree(ctx, st, "rmaop_op_create_shell"); /* plan_reverse is collective: all or none go on */
   if (st == RMAOP_OK) st = rmaop_plan_reverse(plan, NULL, &s->rev);
   st = rmaop__op_new_agreed(st, ctx, "shell", dtype, model, data, &shell_ops, s, A);

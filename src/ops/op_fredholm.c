@@ -13,11 +13,9 @@
 
 #include <stdio.h>
 
-#include "device/matmul_dev.h"
-#ifdef RMAOP_HAVE_CUDA
 #include "device/dev_ops.h"
 #include "device/device.h"
-#endif
+#include "device/matmul_dev.h"
 
 typedef struct {
   rmaop_ctx ctx;
@@ -38,12 +36,10 @@ static rmaop_status fred_gemm(fred_impl *f, int adjoint, const void *in, void *o
     const void *G = (const char *)f->G + (size_t)(s * f->nx * f->ny) * es;
     const void *b = (const char *)in + (size_t)((f->off + s) * inner * f->nz) * es;
     void *c = (char *)out + (size_t)(s * rows * f->nz) * es;
-#ifdef RMAOP_HAVE_CUDA
     if (f->dev) {
       RMAOP_CHECK(rmaop__dev_gemm(f->ctx, f->blas, f->dtype, adjoint, rows, f->nz, inner, G, f->ny, b, f->nz, c, f->nz, 0));
       continue;
     }
-#endif
     rmaop__gemm_host(f->dtype, adjoint, rows, f->nz, inner, G, f->ny, b, f->nz, c, f->nz, 0);
   }
   return RMAOP_OK;
@@ -69,9 +65,7 @@ static void fred_free(fred_impl *f) {
   rmaop__mem_free(f->ctx, &f->G);
   rmaop__mem_free(f->ctx, &f->td);
   rmaop__mem_free(f->ctx, &f->tm);
-#ifdef RMAOP_HAVE_CUDA
   rmaop__dev_blas_destroy(f->blas);
-#endif
   free(f);
 }
 static void fred_destroy(rmaop_op A) { fred_free(A->impl); }
@@ -150,17 +144,13 @@ rmaop_status rmaop_op_create_fredholm1(rmaop_ctx ctx, rmaop_dtype dtype, int64_t
   RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, "rmaop_op_create_fredholm1"), st, out_free); /* f may exist here */
   *f = (fred_impl){.ctx = ctx, .dtype = dtype, .es = rmaop_dtype_size(dtype), .nsl = nsl_local,
                    .off = slices->offsets[ctx->rank], .nx = nx, .ny = ny, .nz = nz};
-#ifdef RMAOP_HAVE_CUDA
-  f->dev = ctx->memory == RMAOP_MEMORY_DEVICE;
+  f->dev = RMAOP__ON_DEVICE(ctx);
   if (f->dev) st = rmaop__dev_blas_create(ctx, &f->blas);
-#endif
   if (st == RMAOP_OK) st = fred_alloc(f, nsl_local * nx * ny, "fredholm1 G", &f->G);
   if (st == RMAOP_OK) st = fred_alloc(f, nsl_local * nx * nz, "fredholm1 data slices", &f->td);
   if (st == RMAOP_OK) st = fred_alloc(f, nsl_local * ny * nz, "fredholm1 model slices", &f->tm);
   if (st == RMAOP_OK) st = rmaop__mem_copy(ctx, f->G, G, (size_t)(nsl_local * nx * ny) * f->es);
-#ifdef RMAOP_HAVE_CUDA
   if (st == RMAOP_OK && f->dev) st = rmaop__dev_sync(ctx); /* the host G may go once we return */
-#endif
   RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, "rmaop_op_create_fredholm1"), st, out_free);
   RMAOP_CHECK_GOTO(fred_plan(f, nsl, nx * nz, "fredholm1", &f->gather_d), st, out_free);
   RMAOP_CHECK_GOTO(fred_plan(f, nsl, ny * nz, "fredholm1^H", &f->gather_m), st, out_free);

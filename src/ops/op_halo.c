@@ -202,10 +202,8 @@ static rmaop_status interior_copy(const halo *h, void *blk, void *ext, int to_ex
     total *= h->info.local[d];
   if (total == 0)
     return RMAOP_OK;
-#ifdef RMAOP_HAVE_CUDA
-  if (h->ctx->memory == RMAOP_MEMORY_DEVICE)
+  if (RMAOP__ON_DEVICE(h->ctx))
     return rmaop__dev_halo_interior(h->ctx, h->dtype, nd, h->info.local, h->info.extended, h->lo, blk, ext, to_ext);
-#endif
   const size_t es = rmaop_dtype_size(h->dtype);
   int64_t est[HMAX], i[HMAX] = {0};
   strides(nd, h->info.extended, est);
@@ -252,10 +250,8 @@ static void outside_boxes(halo *h) {
 
 /* ext = 0 on the boxes; host: one memset per run of cells contiguous in the extended block. */
 static rmaop_status zero_outside(const halo *h, void *ext) {
-#ifdef RMAOP_HAVE_CUDA
-  if (h->ctx->memory == RMAOP_MEMORY_DEVICE)
+  if (RMAOP__ON_DEVICE(h->ctx))
     return rmaop__dev_halo_zero(h->ctx, h->dtype, h->info.ndim, h->info.extended, h->nzero, h->zero, ext);
-#endif
   const int nd = h->info.ndim;
   const size_t es = rmaop_dtype_size(h->dtype);
   int64_t est[HMAX];

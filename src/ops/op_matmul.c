@@ -26,11 +26,9 @@
 
 #include <stdio.h>
 
-#include "device/matmul_dev.h"
-#ifdef RMAOP_HAVE_CUDA
 #include "device/dev_ops.h"
 #include "device/device.h"
-#endif
+#include "device/matmul_dev.h"
 
 #define CONJ(v) _Generic((v), float _Complex: conjf(v), double _Complex: conj(v), default: (v))
 
@@ -178,10 +176,8 @@ static void *mm_A(const mm_impl *m) {
 /* C (=|+=) op(A) B on the operator's memory. */
 static rmaop_status mm_gemm(mm_impl *m, int conj_a, int64_t rows, int64_t cols, int64_t inner, const void *A,
                             int64_t lda, const void *B, int64_t ldb, void *C, int64_t ldc, int accumulate) {
-#ifdef RMAOP_HAVE_CUDA
   if (m->dev)
     return rmaop__dev_gemm(m->ctx, m->blas, m->dtype, conj_a, rows, cols, inner, A, lda, B, ldb, C, ldc, accumulate);
-#endif
   rmaop__gemm_host(m->dtype, conj_a, rows, cols, inner, A, lda, B, ldb, C, ldc, accumulate);
   return RMAOP_OK;
 }
@@ -321,11 +317,9 @@ static rmaop_status summa_run(rmaop_op op, rmaop_vec in, rmaop_vec out, int adjo
   RMAOP_CHECK(rmaop__mem_copy(m->ctx, m->stage, in->data, (size_t)nin * m->es));
   const int64_t rows = adjoint ? m->me.x_nrows : m->me.y_nrows, cols = m->me.y_ncols;
   for (int64_t k = 0; k < m->g; ++k) {
-#ifdef RMAOP_HAVE_CUDA
     /* A GPU window's epoch end drains the stream anyway (rmaop_win_epoch_end promises host visibility):
      * draining it first keeps the previous step's product out of the epoch's traced time. */
     if (m->win && m->dev) RMAOP_CHECK(rmaop__dev_sync(m->ctx));
-#endif
     if (m->win) RMAOP_CHECK(summa_get_step(m, k, adjoint));
     else RMAOP_CHECK(rmaop_plan_execute(adjoint ? m->adj[k] : m->fwd[k], m->stage, m->panel, RMAOP_INSERT));
     if (!m->me.active) continue;
@@ -418,9 +412,7 @@ static void mm_free(mm_impl *m) {
   rmaop__mem_free(m->ctx, &m->panel);
   rmaop__mem_free(m->ctx, &m->full);
   rmaop__mem_free(m->ctx, &m->A);
-#ifdef RMAOP_HAVE_CUDA
   rmaop__dev_blas_destroy(m->blas);
-#endif
   free(m->epochs);
   free(m->peers);
   free(m);
@@ -462,10 +454,8 @@ static rmaop_status matmul_build(rmaop_ctx ctx, const rmaop_matmul_spec *s, cons
   m->ctx = ctx, m->kind = s->kind, m->dtype = s->dtype, m->es = rmaop_dtype_size(s->dtype);
   m->N = s->N, m->K = s->K, m->M = s->M, m->me = *b;
   m->g = s->kind == RMAOP_MATMUL_SUMMA ? b->grid_dim : 0;
-#ifdef RMAOP_HAVE_CUDA
-  m->dev = ctx->memory == RMAOP_MEMORY_DEVICE;
+  m->dev = RMAOP__ON_DEVICE(ctx);
   if (m->dev) RMAOP_CHECK(rmaop__agree(ctx, rmaop__dev_blas_create(ctx, &m->blas), "rmaop_op_create_matmul"));
-#endif
   rmaop_status st = RMAOP_OK;
   if (s->kind == RMAOP_MATMUL_SUMMA) {
     RMAOP_CHECK(summa_setup(m, s->A, label));
@@ -475,9 +465,7 @@ static rmaop_status matmul_build(rmaop_ctx ctx, const rmaop_matmul_spec *s, cons
     RMAOP_CHECK(rmaop__agree(ctx, st, "rmaop_op_create_matmul"));
     RMAOP_CHECK(block_setup(m, label));
   }
-#ifdef RMAOP_HAVE_CUDA
   if (m->dev) st = rmaop__dev_sync(ctx); /* A's copy has left the caller's buffer before we return */
-#endif
   return st;
 }
 

@@ -17,9 +17,7 @@
 #include <stdio.h>
 
 #include "device/dev_ops.h"
-#ifdef RMAOP_HAVE_CUDA
 #include "device/device.h"
-#endif
 
 #define NK RMAOP__NK /* k = -2 .. 2 -> index k + 2 */
 
@@ -223,7 +221,6 @@ static void gather_rows(const stencil *s, fast_range f, int64_t *jlo, int64_t *j
   if (*jlo >= *jhi) *jlo = *jhi = f.flo;
 }
 
-#ifdef RMAOP_HAVE_CUDA
 /* The stencil as the kernels see it (src/device/dev_ops.h), with the host path's row split. */
 static rmaop__stencil_desc dev_desc(const stencil *s) {
   const fast_range f = fast_rows(s);
@@ -236,20 +233,17 @@ static rmaop__stencil_desc dev_desc(const stencil *s) {
   gather_rows(s, f, &d.jlo, &d.jhi);
   return d;
 }
-#endif
 
 /* Forward, first half: start the halo, compute the rows that need no ghost (all rows of a local axis). */
 static rmaop_status st_forward_begin(stencil *s, rmaop_vec xv, rmaop_vec yv) {
   s->in = xv;
   s->out = yv;
   if (s->distributed) RMAOP_CHECK(rmaop_plan_begin(s->halo, xv->data, s->ghost, RMAOP_INSERT));
-#ifdef RMAOP_HAVE_CUDA
   if (s->dev) { /* one launch: the interior rows, or every row of a local axis */
     const rmaop__stencil_desc d = dev_desc(s);
     const int64_t a = s->distributed ? d.flo : s->off, b = s->distributed ? d.fhi : s->off + s->n;
     return rmaop__dev_stencil_forward(s->ctx, s->dtype, &d, xv->data, s->ghost, yv->data, a, b, 0, 0);
   }
-#endif
   const size_t es = rmaop_dtype_size(s->dtype);
   const fast_range f = fast_rows(s);
   const terms t = interior_terms(s, 1);
@@ -270,13 +264,11 @@ static rmaop_status st_forward_end(stencil *s) {
   if (!s->distributed) return RMAOP_OK;
   RMAOP_CHECK(rmaop_plan_end(s->halo));
   const fast_range f = fast_rows(s);
-#ifdef RMAOP_HAVE_CUDA
   if (s->dev) { /* the ghosts are on the stream before this launch */
     const rmaop__stencil_desc d = dev_desc(s);
     return rmaop__dev_stencil_forward(s->ctx, s->dtype, &d, s->in->data, s->ghost, s->out->data, s->off, f.flo,
                                       f.fhi, s->off + s->n);
   }
-#endif
   forward_rows(s, s->dtype, s->in->data, s->out->data, s->off, f.flo);
   forward_rows(s, s->dtype, s->in->data, s->out->data, f.fhi, s->off + s->n);
   return RMAOP_OK;
@@ -290,7 +282,6 @@ static rmaop_status st_forward_end(stencil *s) {
 static rmaop_status st_adjoint_begin(stencil *s, rmaop_vec yv, rmaop_vec xv) {
   s->in = yv;
   s->out = xv;
-#ifdef RMAOP_HAVE_CUDA
   if (s->dev) { /* the ghost rows' sums, sent back while the local rows are gathered */
     const rmaop__stencil_desc d = dev_desc(s);
     if (s->distributed) {
@@ -299,7 +290,6 @@ static rmaop_status st_adjoint_begin(stencil *s, rmaop_vec yv, rmaop_vec xv) {
     }
     return rmaop__dev_stencil_adjoint_local(s->ctx, s->dtype, &d, yv->data, xv->data);
   }
-#endif
   const size_t es = rmaop_dtype_size(s->dtype);
   const int64_t w = s->ninner;
   const fast_range f = fast_rows(s);
@@ -337,12 +327,10 @@ static void st_free(stencil *s) {
   if (!s) return;
   rmaop_plan_destroy(&s->halo);
   rmaop_plan_destroy(&s->halo_rev);
-#ifdef RMAOP_HAVE_CUDA
   if (s->dev) {
     rmaop__dev_free(s->ghost);
     s->ghost = NULL;
   }
-#endif
   free(s->ghost);
   free(s);
 }
@@ -419,7 +407,7 @@ static rmaop_status stencil_build(rmaop_ctx ctx, const rmaop_deriv_spec *spec, i
   *s = (stencil){.order = order, .kind = spec->kind, .edge = spec->edge != 0,
                  .h = spec->sampling != 0.0 ? spec->sampling : 1.0, .scale = scale, .dtype = spec->dtype,
                  .N = g->dims[spec->axis], .distributed = spec->axis == 0, .ctx = ctx,
-                 .dev = ctx->memory == RMAOP_MEMORY_DEVICE};
+                 .dev = RMAOP__ON_DEVICE(ctx)};
   const int64_t my_rows = rows->sizes[ctx->rank];
   if (s->distributed) {
     s->off = rows->offsets[ctx->rank], s->n = my_rows, s->nouter = 1, s->ninner = inner;
@@ -432,11 +420,8 @@ static rmaop_status stencil_build(rmaop_ctx ctx, const rmaop_deriv_spec *spec, i
   stencil_shape(s);
   if (s->distributed) {
     const size_t ghost_n = (size_t)((s->hl + s->hr) * inner) + 1;
-#ifdef RMAOP_HAVE_CUDA
     if (s->dev) st = rmaop__dev_malloc(ctx, ghost_n * rmaop_dtype_size(spec->dtype), "ghost rows", &s->ghost);
-    else
-#endif
-      st = rmaop__calloc(ctx, ghost_n, rmaop_dtype_size(spec->dtype), "ghost rows", &s->ghost);
+    else st = rmaop__calloc(ctx, ghost_n, rmaop_dtype_size(spec->dtype), "ghost rows", &s->ghost);
     st = rmaop__agree(ctx, st, "derivative ghost rows");
     if (st == RMAOP_OK) st = build_halo(ctx, s, spec->dtype, rows->sizes, rows->offsets, spec->label ? spec->label : "deriv");
   }

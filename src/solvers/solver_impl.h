@@ -1,5 +1,6 @@
-/* Internal helpers shared by the solvers (src/solvers/solver.c: CG, CGLS; src/solvers/solver_krylov.c: LSQR, pipelined CG):
- * argument checks, the time split and the residual history. Not part of the public API. */
+/* Internal helpers shared by the solvers (src/solvers/solver.c: CG, CGLS; src/solvers/solver_device.c: their
+ * loops with the scalars on the device; src/solvers/solver_krylov.c: LSQR, pipelined CG): argument checks, the
+ * time split and the residual history. Not part of the public API. */
 #ifndef RMAOP_SOLVER_IMPL_H
 #define RMAOP_SOLVER_IMPL_H
 
@@ -76,5 +77,16 @@ static inline rmaop_status after_iteration(const rmaop_solver_options *o, rmaop_
   info->history[++info->iterations] = res;
   return o->callback ? o->callback(o->user, info->iterations, res, x) : RMAOP_OK;
 }
+
+/* ---- CG and CGLS with the scalars on the device (src/solvers/solver_device.c) ----
+ * Called by rmaop_solve_cg and rmaop_solve_cgls on a device context whose RMAOP_SOLVER_SCALARS is device or
+ * graph (x and y distributed), once the start's vectors are made; each runs the iterations, sets
+ * info->history, iterations, reason and graph, and frees nothing of the caller's. Collective. */
+/* CG: r = c = y - A x0; Ac: a vector like x for A c. */
+rmaop_status rmaop__solve_cg_device(rmaop_op A, rmaop_vec x, rmaop_vec r, rmaop_vec c, rmaop_vec Ac,
+                                    const rmaop_solver_options *o, rmaop_solver_info *info);
+/* CGLS: s = y - A x0, r = c = A^H s (- damp2 x0 with an x0), q = A c; damp2 = damp^2. */
+rmaop_status rmaop__solve_cgls_device(rmaop_op A, rmaop_vec x, rmaop_vec s, rmaop_vec q, rmaop_vec r, rmaop_vec c,
+                                      double damp2, const rmaop_solver_options *o, rmaop_solver_info *info);
 
 #endif /* RMAOP_SOLVER_IMPL_H */

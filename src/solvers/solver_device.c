@@ -1,0 +1,201 @@
+/* CG's and CGLS's iterations with the scalars on the device (RMAOP_SOLVER_SCALARS; README), reached from
+ * rmaop_solve_cg and rmaop_solve_cgls (src/solvers/solver.c) once they have the start's vectors. The host
+ * loop's operations in the host loop's order, but the fused dots go into device memory
+ * (rmaop__vec_mdot_device), a one-thread kernel makes a and b there (rmaop__dev_cgls_scalars), and the vector
+ * updates read them (rmaop__dev_axpby_s, the arithmetic of rmaop_vec_axpby). The host needs one value per
+ * iteration, the residual for the stopping test and the history: it is fetched behind the iteration's b step
+ * (part 0) while part 1, the next iteration's first operands (CGLS: c = r + b c and q = A c; CG: c = r + b c,
+ * Ac = A c, c.Ac and a), is already enqueued, so the one host wait overlaps it. Same iterations, history and x
+ * as the host loop; a breakdown (a zero denominator of a) leaves x and the residual as they were (the updates
+ * skip themselves). With RMAOP_SOLVER_SCALARS=graph both parts are captured once into CUDA graphs and
+ * replayed. Everything here goes through the device layer (src/device/device.h): a build without CUDA links
+ * its stubs, and no host context gets here. */
+#include "solver_impl.h"
+
+#include "device/device.h"
+
+typedef struct dev_solver dev_solver;
+struct dev_solver {
+  rmaop_op A;
+  rmaop_vec x, s, q, r, c; /* CGLS: s, q, r, c; CG: r, c and q = A c */
+  double damp2;
+  double *d, *h; /* device: dots at d[0..8), scalars at d + 8; host copy of the scalars */
+  int hist_slot; /* the scalar whose square root is the history: CGLS s.s, CG kold */
+  const char *fn;
+  rmaop_status (*part)(const dev_solver *v, int graph, int part);
+};
+
+static rmaop_status axpby_s(rmaop_vec y, rmaop_vec x, const double *sc, int ia, double sa, int ib, double b) {
+  return rmaop__dev_axpby_s(y->ctx, y->dtype, y->data, x->data, y->local_n, sc, ia, sa, ib, b, RMAOP__CG_BREAKDOWN);
+}
+
+/* The end of part 0: the scalars to the host (with the event the host waits for, unless `graph`: a replayed
+ * graph holds the copy, and the event goes behind the launch). */
+static rmaop_status fetch_scalars(const dev_solver *v, int graph) {
+  if (graph) return rmaop__dev_copy(v->A->ctx, v->h, v->d + 8, RMAOP__CG_NSLOTS * sizeof(double));
+  return rmaop__dev_fetch_begin(v->A->ctx, v->h, v->d + 8, RMAOP__CG_NSLOTS);
+}
+
+static rmaop_status cgls_part(const dev_solver *v, int graph, int part) {
+  rmaop_ctx ctx = v->A->ctx;
+  double *qc = v->d, *rs = v->d + 4, *sc = v->d + 8;
+  rmaop_vec dx[2] = {v->r, v->s}, ex[2] = {v->q, v->c};
+  if (part == 1) {
+    RMAOP_CHECK(axpby_s(v->c, v->r, sc, -1, 1.0, RMAOP__CG_B, 0.0)); /* c = r + b c */
+    return rmaop_op_apply(v->A, v->c, v->q);
+  }
+  RMAOP_CHECK(rmaop__vec_mdot_device(2, ex, ex, qc)); /* q.q and c.c in one reduction */
+  RMAOP_CHECK(rmaop__dev_cgls_scalars(ctx, qc, v->damp2, sc, 0));
+  RMAOP_CHECK(axpby_s(v->x, v->c, sc, RMAOP__CG_A, 1.0, -1, 1.0));  /* x += a c */
+  RMAOP_CHECK(axpby_s(v->s, v->q, sc, RMAOP__CG_A, -1.0, -1, 1.0)); /* s -= a q */
+  RMAOP_CHECK(rmaop_op_apply_adjoint(v->A, v->s, v->r));
+  if (v->damp2 != 0.0) RMAOP_CHECK(rmaop_vec_axpy(v->r, -v->damp2, v->x));
+  RMAOP_CHECK(rmaop__vec_mdot_device(2, dx, dx, rs)); /* r.r and s.s in one reduction */
+  RMAOP_CHECK(rmaop__dev_cgls_scalars(ctx, rs, v->damp2, sc, 1));
+  return fetch_scalars(v, graph);
+}
+
+/* CG: part 0 updates x and r and makes b and kold; part 1 (part 2: the same without the c update, once
+ * before the loop, where c = r) makes q = A c, c.Ac and a. */
+static rmaop_status cg_part(const dev_solver *v, int graph, int part) {
+  rmaop_ctx ctx = v->A->ctx;
+  double *cq = v->d, *rr = v->d + 4, *sc = v->d + 8;
+  if (part >= 1) {
+    if (part == 1) RMAOP_CHECK(axpby_s(v->c, v->r, sc, -1, 1.0, RMAOP__CG_B, 0.0)); /* c = r + b c */
+    RMAOP_CHECK(rmaop_op_apply(v->A, v->c, v->q));
+    RMAOP_CHECK(rmaop__vec_mdot_device(1, &v->q, &v->c, cq)); /* Ac.c, as the host loop's rmaop_vec_dot */
+    return rmaop__dev_cgls_scalars(ctx, cq, 0.0, sc, 3);
+  }
+  RMAOP_CHECK(axpby_s(v->x, v->c, sc, RMAOP__CG_A, 1.0, -1, 1.0));  /* x += a c */
+  RMAOP_CHECK(axpby_s(v->r, v->q, sc, RMAOP__CG_A, -1.0, -1, 1.0)); /* r -= a Ac */
+  RMAOP_CHECK(rmaop__vec_mdot_device(1, &v->r, &v->r, rr));
+  RMAOP_CHECK(rmaop__dev_cgls_scalars(ctx, rr, 0.0, sc, 1));
+  return fetch_scalars(v, graph);
+}
+
+/* RMAOP_SOLVER_SCALARS=graph: parts 0 and 1 captured once each into a CUDA graph, replayed with two launches
+ * per iteration (one graph would leave the GPU idle while the host waits for h and launches the next).
+ * Every rank captures; when an operation refuses (a path whose work cannot be captured: rmaop.h,
+ * rmaop_ctx_get_stream) before any plan was captured, nothing changed on the host and every rank goes on
+ * without graphs (*captured 0); a refusal after a plan was captured is an error. Collective. *captured is the
+ * same on every rank; a part of a rank with nothing to do in it (no rows: an empty rank's part 1) captured
+ * no nodes, and its exec[] is NULL. */
+static rmaop_status dev_capture(const dev_solver *v, void *exec[2], int *captured) {
+  rmaop_ctx ctx = v->A->ctx;
+  const uint64_t plans_before = ctx->captured_plans;
+  rmaop_status st = RMAOP_OK;
+  char why[sizeof ctx->last_error] = "";
+  *captured = 0;
+  for (int part = 0; part < 2 && st == RMAOP_OK; ++part) {
+    RMAOP_CHECK(rmaop__dev_capture_begin(ctx));
+    st = v->part(v, 1, part);
+    if (st != RMAOP_OK) memcpy(why, ctx->last_error, sizeof why);
+    const rmaop_status end = rmaop__dev_capture_end(ctx, st == RMAOP_OK, &exec[part]);
+    if (st == RMAOP_OK) st = end;
+  }
+  const int refused = st == RMAOP_ERR_UNSUPPORTED && ctx->captured_plans == plans_before;
+  int all_refused = 0;
+  RMAOP_CHECK_MPI(ctx, MPI_Allreduce(&refused, &all_refused, 1, MPI_INT, MPI_MIN, ctx->comm));
+  if (refused) {
+    rmaop__dev_graph_free(exec[0]), rmaop__dev_graph_free(exec[1]);
+    exec[0] = exec[1] = NULL;
+  }
+  if (all_refused) {
+    memcpy(ctx->last_error, why, sizeof why); /* the loop goes on without graphs; the reason stays readable */
+    return RMAOP_OK;
+  }
+  if (refused) /* here no plan was captured, elsewhere one was: an error on every rank */
+    st = RMAOP_ERROR(ctx, RMAOP_ERR_REMOTE,
+                     "%s: another rank captured work into a CUDA graph that this rank refused to capture (%s)", v->fn,
+                     why);
+  RMAOP_CHECK(rmaop__agree(ctx, st, v->fn));
+  *captured = 1;
+  return RMAOP_OK;
+}
+
+/* The loop, once v->h holds the start's scalars and part 1's first pass is enqueued (CG) or not needed
+ * (CGLS: the caller made c and q). *kold_out: the last kold. */
+static rmaop_status dev_loop(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info,
+                             double *kold_out) {
+  rmaop_ctx ctx = v->A->ctx;
+  void *exec[2] = {NULL, NULL};
+  int captured = 0;
+  rmaop_status st = RMAOP_OK;
+  double kold = v->h[RMAOP__CG_KOLD];
+  info->history[0] = sqrt(v->h[v->hist_slot]);
+  info->reason = RMAOP_REASON_NITER;
+  if (ctx->solver_scalars == RMAOP__SCALARS_GRAPH && info->iterations < o->niter && kold > o->tol)
+    RMAOP_CHECK_GOTO(dev_capture(v, exec, &captured), st, out);
+  info->graph = captured;
+  while (info->iterations < o->niter && kold > o->tol) {
+    if (captured) {
+      RMAOP_CHECK_GOTO(rmaop__dev_graph_launch(ctx, exec[0], v->fn, 0), st, out);
+      RMAOP_CHECK_GOTO(rmaop__dev_fetch_mark(ctx), st, out);
+      RMAOP_CHECK_GOTO(rmaop__dev_graph_launch(ctx, exec[1], v->fn, 1), st, out);
+    } else {
+      RMAOP_CHECK_GOTO(v->part(v, 0, 0), st, out);
+      RMAOP_CHECK_GOTO(v->part(v, 0, 1), st, out);
+    }
+    RMAOP_CHECK_GOTO(rmaop__dev_fetch_wait(ctx, v->fn), st, out);
+    if (v->h[RMAOP__CG_BREAKDOWN] != 0.0) {
+      info->reason = RMAOP_REASON_BREAKDOWN;
+      break;
+    }
+    kold = v->h[RMAOP__CG_KOLD];
+    RMAOP_CHECK_GOTO(after_iteration(o, info, sqrt(v->h[v->hist_slot]), v->x), st, out);
+  }
+  *kold_out = kold;
+out:
+  rmaop__dev_graph_free(exec[0]);
+  rmaop__dev_graph_free(exec[1]);
+  return st;
+}
+
+/* Device memory for the dots and scalars (collective agreement), the start (`init`: enqueues what fills the
+ * scalars the loop starts from), the loop with its stopping reason, and the release. */
+static rmaop_status dev_solve(dev_solver *v, rmaop_status (*init)(const dev_solver *v), const rmaop_solver_options *o,
+                              rmaop_solver_info *info) {
+  rmaop_ctx ctx = v->A->ctx;
+  rmaop_status st = rmaop__dev_malloc(ctx, 16 * sizeof(double), "device solver scalars", (void **)&v->d);
+  if (st == RMAOP_OK)
+    st = rmaop__dev_host_malloc(ctx, RMAOP__CG_NSLOTS * sizeof(double), "host copy of the solver scalars",
+                                (void **)&v->h);
+  RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, v->fn), st, out);
+  RMAOP_CHECK_GOTO(init(v), st, out);
+  RMAOP_CHECK_GOTO(rmaop__dev_fetch_begin(ctx, v->h, v->d + 8, RMAOP__CG_NSLOTS), st, out);
+  RMAOP_CHECK_GOTO(rmaop__dev_fetch_wait(ctx, v->fn), st, out);
+  double kold = 0.0;
+  st = dev_loop(v, o, info, &kold);
+  if (st == RMAOP_OK && info->reason != RMAOP_REASON_BREAKDOWN && kold <= o->tol) info->reason = RMAOP_REASON_TOL;
+out:
+  if (v->d) (void)rmaop__dev_sync(ctx); /* nothing enqueued may still use d when it goes */
+  rmaop__dev_free(v->d);
+  rmaop__dev_host_free(v->h);
+  return st;
+}
+
+static rmaop_status cgls_init(const dev_solver *v) {
+  rmaop_vec dx[2] = {v->r, v->s};
+  RMAOP_CHECK(rmaop__vec_mdot_device(2, dx, dx, v->d + 4));
+  return rmaop__dev_cgls_scalars(v->A->ctx, v->d + 4, v->damp2, v->d + 8, 2);
+}
+
+static rmaop_status cg_init(const dev_solver *v) {
+  RMAOP_CHECK(rmaop__vec_mdot_device(1, &v->r, &v->r, v->d + 4));
+  RMAOP_CHECK(rmaop__dev_cgls_scalars(v->A->ctx, v->d + 4, 0.0, v->d + 8, 2)); /* kold = |r.r| */
+  return cg_part(v, 0, 2);                                                     /* Ac = A c, c.Ac, a */
+}
+
+rmaop_status rmaop__solve_cg_device(rmaop_op A, rmaop_vec x, rmaop_vec r, rmaop_vec c, rmaop_vec Ac,
+                                    const rmaop_solver_options *o, rmaop_solver_info *info) {
+  dev_solver v = {.A = A, .x = x, .q = Ac, .r = r, .c = c, .hist_slot = RMAOP__CG_KOLD,
+                  .fn = "rmaop_solve_cg (device scalars)", .part = cg_part};
+  return dev_solve(&v, cg_init, o, info);
+}
+
+rmaop_status rmaop__solve_cgls_device(rmaop_op A, rmaop_vec x, rmaop_vec s, rmaop_vec q, rmaop_vec r, rmaop_vec c,
+                                      double damp2, const rmaop_solver_options *o, rmaop_solver_info *info) {
+  dev_solver v = {.A = A, .x = x, .s = s, .q = q, .r = r, .c = c, .damp2 = damp2, .hist_slot = RMAOP__CG_SS,
+                  .fn = "rmaop_solve_cgls (device scalars)", .part = cgls_part};
+  return dev_solve(&v, cgls_init, o, info);
+}
