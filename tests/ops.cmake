@@ -1,18 +1,31 @@
-# Operator and solver tests; included from tests/CMakeLists.txt (after rmaop_add_mpi_test is defined).
-# test_op: derivatives, Laplacian, block operators, composites, shell operator, dot tests, argument errors.
-# test_solver: CG and CGLS against serial PyLops recurrences (histories to 1e-10 on every backend).
+# Operator and solver tests; included from tests/CMakeLists.txt (after rmaop_add_test is defined). Every one runs on
+# host and device memory (device rows: label gpu / gpu4, builds with CUDA).
+# test_op_*: one operator family each, against dense matrices of the serial PyLops formulas (mpi/op_test_util.c):
+#   op_stencil  first / second derivatives and the Laplacian, their creation errors
+#   op_block    block-diagonal, vstack, hstack (dense blocks and callbacks), their creation errors
+#   op_compose  sum, product, scaled, adjoint, nested and block composites, their creation errors
+#   op_shell    the shell operator (user callbacks and a plan), its creation errors
+#   op_apply    what every operator shares: outputs overwritten, apply / adjoint / begin / end / dottest errors
+set(_rmaop_op_util mpi/op_test_util.c)
+foreach(family stencil block compose shell apply)
+  rmaop_add_test(NAME op_${family} SOURCES mpi/test_op_${family}.c ${_rmaop_op_util} NP 1 2 3 4 MEMORY host device
+                 BACKENDS rma twosided nccl)
+endforeach()
+# test_solver: CG and CGLS against serial PyLops recurrences (histories to 1e-10 on every backend); on device memory
+# also CGLS and CG replayed from CUDA graphs on the ipc kernel path with copy-engine payloads (kernelcopies).
 # mpi/solver_test_util.c: the problems, reference matrices and solve checks both solver tests share.
-rmaop_add_mpi_test(NAME op SOURCES mpi/test_op.c NP 1 2 3 4 BACKENDS rma twosided)
-rmaop_add_mpi_test(NAME solver SOURCES mpi/test_solver.c mpi/solver_test_util.c NP 1 2 3 4 BACKENDS rma twosided)
+rmaop_add_test(NAME solver SOURCES mpi/test_solver.c mpi/solver_test_util.c NP 1 2 3 4 MEMORY host device
+               BACKENDS rma twosided nccl EXTRA_VARIANTS np2.rma.lock.ipc.kernelcopies)
 # test_solver_krylov: LSQR and pipelined CG against serial PyLops / Ghysels-Vanroose recurrences, the diagonal operator.
-rmaop_add_mpi_test(NAME solver_krylov SOURCES mpi/test_solver_krylov.c mpi/solver_test_util.c
-                   NP 1 2 3 4 BACKENDS rma twosided)
+rmaop_add_test(NAME solver_krylov SOURCES mpi/test_solver_krylov.c mpi/solver_test_util.c
+               NP 1 2 3 4 MEMORY host device BACKENDS rma twosided nccl)
 # test_halo: N-D halo on a cartesian grid and the gradient against serial references, dot tests, errors.
-rmaop_add_mpi_test(NAME halo SOURCES mpi/test_halo.c NP 1 2 3 4 BACKENDS rma twosided)
+rmaop_add_test(NAME halo SOURCES mpi/test_halo.c NP 1 2 3 4 MEMORY host device BACKENDS rma twosided nccl)
 # test_matmul: dense multiply (block, SUMMA) and Fredholm1 against serial references, dot tests, errors.
-# SUMMA's grid is floor(sqrt(P))^2: 9 oversubscribed ranks give a 3 x 3 grid (one fast variant set).
-rmaop_add_mpi_test(NAME matmul SOURCES mpi/test_matmul.c NP 1 2 3 4 BACKENDS rma twosided)
-rmaop_add_mpi_test(NAME matmul_summa9 SOURCES mpi/test_matmul.c NP 9 BACKENDS rma twosided SYNCS fence TRANSPORTS shm)
+# SUMMA's grid is floor(sqrt(P))^2: 9 oversubscribed ranks give a 3 x 3 grid (one fast variant set, host memory).
+rmaop_add_test(NAME matmul SOURCES mpi/test_matmul.c NP 1 2 3 4 MEMORY host device BACKENDS rma twosided nccl)
+rmaop_add_test(NAME matmul_summa9 SOURCES mpi/test_matmul.c NP 9 MEMORY host BACKENDS rma twosided SYNCS fence
+               TRANSPORTS shm)
 # test_stacked: stacked layouts/vectors (dots count BROADCAST parts once, views, gather/scatter) and the stacked
 # vstack / block-diagonal operators (parts applied alone, dot tests, CGLS vs serial), argument errors.
-rmaop_add_mpi_test(NAME stacked SOURCES mpi/test_stacked.c NP 1 2 3 4 BACKENDS rma twosided)
+rmaop_add_test(NAME stacked SOURCES mpi/test_stacked.c NP 1 2 3 4 MEMORY host device BACKENDS rma twosided nccl)
