@@ -43,7 +43,7 @@ cp "$RMAOP_ROOT/examples/halo.c" "$app/"
 cat >"$app/CMakeLists.txt" <<'EOF'
 cmake_minimum_required(VERSION 3.20)
 project(rmaop_install_check LANGUAGES C)
-find_package(rmaop 0.1 REQUIRED)
+find_package(rmaop 0.2 REQUIRED)
 add_executable(halo halo.c)
 target_link_libraries(halo PRIVATE rmaop::rmaop)
 EOF

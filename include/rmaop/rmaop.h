@@ -29,7 +29,7 @@
 #define RMAOP_RMAOP_H
 
 #define RMAOP_VERSION_MAJOR 0
-#define RMAOP_VERSION_MINOR 1
+#define RMAOP_VERSION_MINOR 2
 #define RMAOP_VERSION_PATCH 0
 
 #include "types.h"
