@@ -38,9 +38,7 @@
 #include <sched.h>
 #include <stdio.h>
 
-#ifdef RMAOP_HAVE_CUDA
 #include "device/device.h"
-#endif
 
 static int skips_ready(rmaop_win w, int peer) {
   return (w->flags & RMA_EPOCH_SKIP_READY_MUTUAL) && w->role[peer] == (RMA_ROLE_TARGET | RMA_ROLE_ORIGIN);
@@ -252,12 +250,10 @@ rmaop_status rma__epoch_begin(rmaop_win w, int ntargets, const int *targets, int
                               unsigned flags) {
   RMAOP_CHECK(set_peers(w, ntargets, targets, norigins, origins));
   w->flags = flags;
-#ifdef RMAOP_HAVE_CUDA
   /* GPU memory over MPI: MPI reads and writes device memory outside the stream's order, so what the
    * stream was computing into it (the data to put, the staging being unpacked) must be done first. */
   if (w->dev_mpi)
     RMAOP_CHECK(rmaop__dev_sync(w->ctx));
-#endif
   if (w->flag_sync)
     RMAOP_CHECK(flags_begin(w));
   else if (w->sync == RMAOP_SYNC_PSCW)

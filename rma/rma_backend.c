@@ -47,8 +47,8 @@
 
 #include <stdio.h>
 
-#ifdef RMAOP_HAVE_CUDA
 #include "device/device.h"
+#ifdef RMAOP_HAVE_CUDA
 #include "ipc_batch.h"
 #endif
 
@@ -218,11 +218,7 @@ static int end_waits_for_stream(rmaop_plan plan, rmaop_win w) {
 }
 
 static rmaop_status stream_done(rmaop_plan plan) {
-#ifdef RMAOP_HAVE_CUDA
   return rmaop__dev_sync(plan->ctx);
-#else
-  return RMAOP_OK;
-#endif
 }
 
 /* A GPU window's unpack: plain copies join the end's kernel (ipc kernel path); an ADD, or a copy the

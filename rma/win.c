@@ -34,9 +34,7 @@
 
 #include <stdio.h>
 
-#ifdef RMAOP_HAVE_CUDA
 #include "device/device.h"
-#endif
 
 #define RMA_ALIGN ((size_t)64) /* control area on its own cache lines */
 
@@ -65,18 +63,13 @@ const rma_transport *rma__choose_transport(rmaop_ctx ctx, int device, int shared
 }
 
 int rma__gpu_over_mpi(rmaop_ctx ctx) {
-#ifdef RMAOP_HAVE_CUDA
   /* Lock mode is left out: with Open MPI 5.0.7 + UCX 1.13 its passive-target epoch over GPU memory hung
-   * in the halo test (2 ranks on one H100) while fence and pscw passed; until that is understood lock
-   * mode stages through host memory on this transport. */
-  if (ctx->memory != RMAOP_MEMORY_DEVICE || !ctx->mpi_cuda_aware || ctx->size == 1 || rma__settings(ctx)->sync == RMAOP_SYNC_LOCK)
+   * in the halo test (2 ranks on one H100) while fence and pscw passed; lock mode stages through host memory
+   * on this transport. Without CUDA no context has device memory. */
+  if (!RMAOP__ON_DEVICE(ctx) || !ctx->mpi_cuda_aware || ctx->size == 1 || rma__settings(ctx)->sync == RMAOP_SYNC_LOCK)
     return 0;
   return rma__settings(ctx)->transport == RMAOP_TRANSPORT_MPI ||
          (rma__settings(ctx)->transport == RMAOP_TRANSPORT_AUTO && ctx->node_size != ctx->size);
-#else
-  (void)ctx;
-  return 0;
-#endif
 }
 
 int rma__plan_on_device(rmaop_ctx ctx) {
@@ -333,12 +326,10 @@ static rmaop_status build(rmaop_win w, void *user_base, size_t bytes) {
   set_transports(w);
   w->flag_sync = uses_flag_sync(w);
   const size_t ctrl_bytes = w->flag_sync ? 2 * (size_t)w->size * sizeof(int64_t) : 0;
-#ifdef RMAOP_HAVE_CUDA
   if (w->dev_mpi && w->owns_memory) { /* MPI allocates host memory only: the GPU memory comes from cudaMalloc */
     RMAOP_CHECK(rmaop__dev_malloc(w->ctx, bytes, "GPU window memory", &user_base));
     w->dev_base = user_base;
   }
-#endif
   RMAOP_CHECK(make_data_window(w, user_base, bytes, ctrl_bytes));
   RMAOP_CHECK(exchange_sizes(w));
   if (w->sync == RMAOP_SYNC_PSCW && !w->flag_sync)
@@ -412,13 +403,11 @@ void rmaop_win_destroy(rmaop_win *pw) {
   }
   if (w->local_only && w->owns_memory)
     free(w->base);
-#ifdef RMAOP_HAVE_CUDA
   /* A plan's end leaves its unpack kernels reading this staging (rma_backend.c); an error stays recorded
    * in the context. */
   if (w->dev_base)
     (void)rmaop__dev_drain(w->ctx, "rma GPU window over MPI free");
   rmaop__dev_free(w->dev_base); /* after MPI_Win_free: MPI no longer reaches it */
-#endif
   free(w->sizes);
   free(w->peer_base);
   free(w->tp);
@@ -472,11 +461,9 @@ rmaop_status rmaop_win_epoch_begin(rmaop_win win, int ntargets, const int *targe
                 "rmaop_win_epoch_begin: ntargets = %d with targets %s", ntargets, targets ? "given" : "NULL");
   RMAOP_REQUIRE(ctx, norigins >= 0 && (norigins == 0 || origins != NULL), RMAOP_ERR_ARG,
                 "rmaop_win_epoch_begin: norigins = %d with origins %s", norigins, origins ? "given" : "NULL");
-#ifdef RMAOP_HAVE_CUDA
   RMAOP_REQUIRE(ctx, !((win->device || win->dev_mpi) && rmaop__dev_capturing(ctx)), RMAOP_ERR_UNSUPPORTED,
                 "rmaop_win_epoch_begin: the context's GPU stream is being captured into a CUDA graph, and a public "
                 "epoch ends in a host wait (it promises host visibility); capture plans instead");
-#endif
   win->ops = win->op_bytes = 0;
   win->t_begin = ctx->trace_on ? rmaop__wtime() : 0.0;
   return rma__epoch_begin(win, ntargets, targets, norigins, origins, 0);

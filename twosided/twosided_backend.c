@@ -175,19 +175,15 @@ static void ts_fini(rmaop_ctx ctx) {
 
 /* Staging and pack buffers: device memory for a dev_native plan, host memory otherwise. */
 static rmaop_status buf_alloc(rmaop_plan plan, size_t n, const char *what, void **out) {
-#ifdef RMAOP_HAVE_CUDA
   if (plan->dev_native) return rmaop__dev_malloc(plan->ctx, n * plan->esize, what, out);
-#endif
   return rmaop__calloc(plan->ctx, n, plan->esize, what, out);
 }
 
 static void buf_free(rmaop_plan plan, void *p) {
-#ifdef RMAOP_HAVE_CUDA
   if (plan->dev_native) {
     rmaop__dev_free(p);
     return;
   }
-#endif
   free(p);
 }
 
@@ -418,12 +414,10 @@ static rmaop_status ts_plan_begin(rmaop_plan plan) {
   const int nr = plan->nrecv_peers, ns = plan->nsend_peers;
   int rc = MPI_SUCCESS, k = 0;
   const void *src = plan->cur_src;
-#ifdef RMAOP_HAVE_CUDA
   if (plan->dev_native && ns > 0) {
     rmaop_status ds = rmaop__dev_sync(ctx); /* MPI reads src on the GPU: its producers must be done */
     if (ds != RMAOP_OK) return begin_failed(plan, ds, 0, 0);
   }
-#endif
   if (ns > 0 && (src = rmaop__plan_send_src(plan)) == NULL) return begin_failed(plan, RMAOP_ERR_CUDA, 0, 0);
 
   /* Receives first, so that early senders find them posted. */
@@ -453,14 +447,12 @@ static rmaop_status ts_plan_begin(rmaop_plan plan) {
         if (tr->count > 0 && !plan->dev_native)
           rmaop__host_apply(plan->dtype, elem_ptr(plan, t->pack, at), elem_ptr(plan, src, tr->src_offset), tr->count,
                             RMAOP_INSERT);
-#ifdef RMAOP_HAVE_CUDA
         if (tr->count > 0 && plan->dev_native) {
           rmaop_status ds = rmaop__dev_copy(ctx, elem_ptr(plan, t->pack, at), elem_ptr(plan, src, tr->src_offset),
                                             (size_t)tr->count * plan->esize);
           if (ds == RMAOP_OK && j + 1 == last) ds = rmaop__dev_sync(ctx);
           if (ds != RMAOP_OK) return begin_failed(plan, ds, nr, k);
         }
-#endif
         at += tr->count;
       }
       rc = MPI_Start(r);
