@@ -51,6 +51,10 @@ static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) 
   RMAOP_CHECK(rmaop__parse_name(ctx, "solver scalars (RMAOP_SOLVER_SCALARS)",
                                 rmaop__option_value(NULL, "RMAOP_SOLVER_SCALARS"), scalars_names, &i));
   ctx->solver_scalars = i;
+  double group = 0;
+  RMAOP_CHECK(rmaop__option_number(ctx, "RMAOP_NODE_SIZE", 1, 0, INT_MAX, "a rank count >= 0 (0: the real nodes)",
+                                   &group));
+  ctx->node_group = (int)group;
   RMAOP_REQUIRE(ctx, RMAOP__DEV_BUILT || ctx->memory == RMAOP_MEMORY_HOST, RMAOP_ERR_UNSUPPORTED,
                 "memory kind \"device\" needs CUDA, which this build of rmaop does not have (rebuild with the CUDA toolkit)");
   /* Every built-in backend's options, whatever the backend chosen: a bad value is an error on any backend. */
@@ -77,6 +81,14 @@ static int mpi_cuda_aware(void) {
 static rmaop_status find_nodes(rmaop_ctx ctx) {
   RMAOP_CHECK_MPI(ctx, MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL, &ctx->node_comm));
   RMAOP_CHECK_MPI(ctx, MPI_Comm_set_errhandler(ctx->node_comm, MPI_ERRORS_RETURN));
+  RMAOP_CHECK_MPI(ctx, MPI_Comm_rank(ctx->node_comm, &ctx->host_rank));
+  if (ctx->node_group > 0) { /* RMAOP_NODE_SIZE: every k consecutive ranks of a real node count as one node */
+    MPI_Comm sim = MPI_COMM_NULL;
+    RMAOP_CHECK_MPI(ctx, MPI_Comm_split(ctx->node_comm, ctx->rank / ctx->node_group, ctx->rank, &sim));
+    MPI_Comm_free(&ctx->node_comm);
+    ctx->node_comm = sim;
+    RMAOP_CHECK_MPI(ctx, MPI_Comm_set_errhandler(ctx->node_comm, MPI_ERRORS_RETURN));
+  }
   RMAOP_CHECK_MPI(ctx, MPI_Comm_rank(ctx->node_comm, &ctx->node_rank));
   RMAOP_CHECK_MPI(ctx, MPI_Comm_size(ctx->node_comm, &ctx->node_size));
   int leader = ctx->rank;

@@ -28,6 +28,8 @@ struct rmaop_ctx_s {
   int rank, size;
   MPI_Comm node_comm;     /* ranks sharing memory with this one (MPI_COMM_TYPE_SHARED) */
   int node_rank, node_size;
+  int node_group;         /* RMAOP_NODE_SIZE: k > 0 splits real nodes into nodes of k consecutive ranks */
+  int host_rank;          /* rank among the processes of the real node (which GPU to take) */
   int *node_of;           /* node_of[r]: index of r's node, to decide node-locality per peer */
   const struct rmaop_backend *backend;
   void *backend_data;     /* backend's per-context state */

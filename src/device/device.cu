@@ -42,7 +42,7 @@ extern "C" rmaop_status rmaop__dev_init(rmaop_ctx ctx) {
   int n = rmaop__dev_count();
   RMAOP_REQUIRE(ctx, n > 0, RMAOP_ERR_UNSUPPORTED,
                 "memory kind \"device\": no CUDA device is visible to this process (cudaGetDeviceCount found none)");
-  ctx->device = ctx->node_rank % n;
+  ctx->device = ctx->host_rank % n;
   /* The GPU that was current stays the caller's: rmaop__dev_fini makes it current again, so a context made
    * and destroyed in between (a one-rank context over MPI_COMM_SELF picks GPU 0) leaves another context's
    * GPU current (rmaop.h: a context's calls need its GPU current). */
