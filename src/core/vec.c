@@ -252,32 +252,46 @@ rmaop_status rmaop_vec_pointwise_mult(rmaop_vec w, rmaop_vec x, rmaop_vec y) {
 
 /* ---- reductions ---- */
 
-/* sum conj(a_i) b_i over n host elements, accumulated in double: out[0] real, out[1] imaginary part. */
+/* sum conj(a_i) b_i over n host elements, accumulated in double: out[0] real, out[1] imaginary part.
+ * DOT_LANES independent partial sums (element i goes to lane i mod DOT_LANES), added in lane order at the end,
+ * then the tail: a fixed order, so the result is the same on every backend and every run, and the loop is
+ * bound by memory instead of by the latency of one chain of additions (one chain ran at 9.5 GB/s on the 2-vCPU
+ * VM, 0.19 of a copy; rmaop-kernel-bench). Below DOT_LANES elements the order is the plain sequential one. */
+#define DOT_LANES 8
 static void host_dot(rmaop_dtype dt, const void *av, const void *bv, int64_t n, double out[2]) {
-  double re = 0.0, im = 0.0;
+  double re[DOT_LANES] = {0}, im[DOT_LANES] = {0};
+  const int64_t body = n - n % DOT_LANES;
+  int64_t i = 0;
   switch (dt) {
   case RMAOP_F32: {
     const float *a = av, *b = bv;
-    for (int64_t i = 0; i < n; ++i) re += (double)a[i] * (double)b[i];
+    for (; i < body; i += DOT_LANES)
+      for (int l = 0; l < DOT_LANES; ++l) re[l] += (double)a[i + l] * (double)b[i + l];
+    for (; i < n; ++i) re[i % DOT_LANES] += (double)a[i] * (double)b[i];
   } break;
   case RMAOP_F64: {
     const double *a = av, *b = bv;
-    for (int64_t i = 0; i < n; ++i) re += a[i] * b[i];
+    for (; i < body; i += DOT_LANES)
+      for (int l = 0; l < DOT_LANES; ++l) re[l] += a[i + l] * b[i + l];
+    for (; i < n; ++i) re[i % DOT_LANES] += a[i] * b[i];
   } break;
   case RMAOP_C64:
   case RMAOP_C128:
     RMAOP__FOR_DTYPE(dt, {
       const T *a = av, *b = bv;
-      for (int64_t i = 0; i < n; ++i) {
+      for (; i < n; ++i) {
         const double ar = creal(a[i]), ai = cimag(a[i]), br = creal(b[i]), bi = cimag(b[i]);
-        re += ar * br + ai * bi; /* conj(a) * b */
-        im += ar * bi - ai * br;
+        re[i % DOT_LANES] += ar * br + ai * bi; /* conj(a) * b */
+        im[i % DOT_LANES] += ar * bi - ai * br;
       }
     });
     break;
   }
-  out[0] = re;
-  out[1] = im;
+  out[0] = out[1] = 0.0;
+  for (int l = 0; l < DOT_LANES; ++l) {
+    out[0] += re[l];
+    out[1] += im[l];
+  }
 }
 
 /* The local dot of elements [off, off + n) of x and y, on the host or the device (synchronizes). */
