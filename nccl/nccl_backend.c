@@ -31,8 +31,6 @@ static rmaop_status cuda_error(rmaop_ctx ctx, cudaError_t e, const char *file, i
                       "%s failed: %s (%s)", call, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
-
-
 /* One reduction in flight: a device buffer NCCL reduces in place, a page-locked host buffer the input is
  * staged through and the result lands in, and an event marking the result's arrival. Slots are reused
  * (a solver reduces every iteration; cudaMalloc and cudaMallocHost are far too slow for that) and

@@ -323,12 +323,10 @@ static const char *sync_name(rmaop_ctx ctx) {
   return rmaop_sync_name(rma__settings(ctx)->sync);
 }
 
-/* Gets through the public windows reach host memory always, and device memory over ipc: RMAOP_RMA_TRANSPORT=ipc,
- * or auto with every rank on one node (public GPU windows over mpi or shm stage or are refused, win.c). */
+/* Gets through the public windows reach host memory always, and device memory where the context's GPU windows
+ * are ipc windows (public GPU windows over mpi or shm stage or are refused, win.c). */
 static int win_gets_direct(rmaop_ctx ctx) {
-  if (ctx->memory == RMAOP_MEMORY_HOST) return 1;
-  const rmaop_transport t = rma__settings(ctx)->transport;
-  return t == RMAOP_TRANSPORT_IPC || (t == RMAOP_TRANSPORT_AUTO && ctx->node_size == ctx->size);
+  return ctx->memory == RMAOP_MEMORY_HOST || (rma__plan_on_device(ctx) && !rma__gpu_over_mpi(ctx));
 }
 
 /* ---- context ---- */

@@ -75,6 +75,7 @@ typedef struct {
   unsigned wait_flags;
   rma_ipc_batch batch;    /* the epoch step's pending kernel work (ipc_batch.h) */
   int kernel;             /* the kernel path (RMAOP_IPC_PATH=kernel) towards every peer, else copies and memops */
+  size_t store_max;       /* on the kernel path, puts up to this size are stores (RMAOP_IPC_STORE_MAX) */
   unsigned *blocks_done;  /* device counter of the batch kernel */
   uint32_t *ctr;          /* kernel path: flag-value counters, device memory [2P] (top of this file) */
   int64_t *snap;          /* [2P] host value of each counter at its last entry */
@@ -184,7 +185,7 @@ rmaop_status rma__ipc_local_copy(rmaop_win w, void *dst, const void *src, size_t
   *taken = 0;
   if (!b)
     return RMAOP_OK;
-  if (s->kernel && bytes <= rma__settings(w->ctx)->ipc_store_max && b->nwrite + b->nwait == 0 && b->ncopy < RMA_IPC_BATCH_MAX &&
+  if (s->kernel && bytes <= s->store_max && b->nwrite + b->nwait == 0 && b->ncopy < RMA_IPC_BATCH_MAX &&
       b->copy_bytes + bytes <= RMA_IPC_BATCH_BYTES) {
     b->copy[b->ncopy++] = (rma_ipc_copy){dst, src, (uint64_t)bytes};
     b->copy_bytes += bytes;
@@ -203,7 +204,7 @@ static rmaop_status ipc_put(rmaop_win w, const void *origin, size_t bytes, int t
   rma_ipc_batch *b = &s->batch;
   char *dst = w->peer_base[target] + disp;
   /* A kernel reads the origin: device (or managed) memory only; a host origin goes by the copy engine. */
-  if (s->kernel && bytes <= rma__settings(w->ctx)->ipc_store_max && rmaop__dev_is_device_ptr(origin)) {
+  if (s->kernel && bytes <= s->store_max && rmaop__dev_is_device_ptr(origin)) {
     if (b->nwrite || b->nwait || b->ncopy == RMA_IPC_BATCH_MAX || b->copy_bytes + bytes > RMA_IPC_BATCH_BYTES)
       RMAOP_CHECK(launch_batch(w)); /* copies come first in a batch */
     b->copy[b->ncopy++] = (rma_ipc_copy){dst, origin, (uint64_t)bytes};
@@ -317,6 +318,7 @@ static rmaop_status make_local(rmaop_win w, void *user_base, size_t bytes, ipc_c
   RMAOP_CHECK(rmaop__calloc(ctx, P, sizeof *s->data_map, "ipc memory mappings", (void **)&s->data_map));
   RMAOP_CHECK(rmaop__dev_malloc(ctx, sizeof *s->blocks_done, "ipc batch counter", (void **)&s->blocks_done));
   s->kernel = rma__settings(ctx)->ipc_path == RMA_IPC_PATH_KERNEL; /* auto: copy (see the top of this file) */
+  s->store_max = rma__settings(ctx)->ipc_store_max;
   RMAOP_REQUIRE(ctx, !s->kernel || P <= 32768, RMAOP_ERR_UNSUPPORTED,
                 "the ipc kernel path indexes flag counters with 16 bits: %zu ranks are too many", P);
   if (s->kernel) {
