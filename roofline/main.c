@@ -9,10 +9,13 @@
  *   rmaop-roofline check --report report.json[,...] --bench bench.json[,...] [--again bench.json[,...]]
  *                        [--tolerance 0.25] [--center median|mean]
  *
- * Uses only the public rmaop API; bad input is a message and a non-zero exit (2: usage, 1: failure). */
+ * Uses only the public rmaop API; bad input is a message and a non-zero exit (2: usage, 1: failure).
+ * rmaop_roofline_main() is the whole tool inside an MPI program that has called MPI_Init (cli.c is the program;
+ * librmaop_roofline.so exports it to the Python package, which reads the JSON files the commands write). */
 #include "tool.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -331,8 +334,13 @@ out:
   return rc;
 }
 
-int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+int rmaop_roofline_main(int argc, char **argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    fprintf(stderr, "rmaop-roofline: MPI is not initialized (call MPI_Init first)\n");
+    return 1;
+  }
   args a = {.argc = argc, .argv = argv, .i = 2};
   int rc = 2;
   const char *cmd = argc > 1 ? argv[1] : "";
@@ -350,6 +358,5 @@ int main(int argc, char **argv) {
     roof_msg("rmaop-roofline: %s%s%s\n", *cmd ? "unknown command \"" : "a command is needed", cmd, *cmd ? "\"" : "");
   if (rc == 2)
     usage();
-  MPI_Finalize();
   return rc;
 }

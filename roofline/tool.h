@@ -41,6 +41,10 @@ int roof_run_command(const roof_run_options *o);
 /* Fits the raw medians of profile @p in again and writes profile @p out (+ its plot). */
 int roof_refit(const char *in, const char *out);
 
+/* The command line of rmaop-roofline (argv[1] is the command), in a program that has initialized MPI; collective over
+ * MPI_COMM_WORLD. Returns the exit status: 0, 1 (failure) or 2 (usage). */
+int rmaop_roofline_main(int argc, char **argv);
+
 /* Rank 0 prints; everybody returns. */
 void roof_msg(const char *fmt, ...);
 /* Splits a comma list into at most @p max items inside @p buf (a copy). */

@@ -53,6 +53,9 @@ void rmaop_ctx_options_init(rmaop_ctx_options *opts);
  *         rmaop_ctx_last_error(NULL).
  */
 rmaop_status rmaop_ctx_create(MPI_Comm comm, const rmaop_ctx_options *opts, rmaop_ctx *ctx);
+/** rmaop_ctx_create() on the communicator whose Fortran handle is @p comm (MPI_Comm_c2f; mpi4py's
+ *  Comm.py2f()): how bindings that cannot name the C handle type (Python's ctypes) pass a communicator. */
+rmaop_status rmaop_ctx_create_f(MPI_Fint comm, const rmaop_ctx_options *opts, rmaop_ctx *ctx);
 /** Frees a context and sets *ctx to NULL. Collective. Every object made from it must be freed first. */
 void rmaop_ctx_destroy(rmaop_ctx *ctx);
 /** The last error message of @p ctx, or of the process when @p ctx is NULL ("" when none). Not collective. */

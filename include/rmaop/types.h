@@ -58,6 +58,10 @@ size_t rmaop_dtype_size(rmaop_dtype dtype);
 const char *rmaop_dtype_name(rmaop_dtype dtype);
 /** Parses "f32" ... "c128". Returns RMAOP_ERR_ARG naming the string when unknown. */
 rmaop_status rmaop_dtype_parse(const char *name, rmaop_dtype *dtype);
+/** sizeof the public struct or enum named @p name ("rmaop_deriv_spec", ...; every typedef of <rmaop/rmaop.h>
+ *  that is not an opaque handle), 0 for an unknown name: bindings that mirror the structs (Python's ctypes)
+ *  compare their layout with the library's at load time. Not collective. */
+size_t rmaop_type_size(const char *name);
 const char *rmaop_sync_name(rmaop_sync sync);
 const char *rmaop_transport_name(rmaop_transport transport);
 const char *rmaop_memory_name(rmaop_memory memory);

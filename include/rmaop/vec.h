@@ -22,6 +22,18 @@ extern "C" {
 
 /** A zero vector over @p layout in the context's memory. Not collective. */
 rmaop_status rmaop_vec_create(rmaop_layout layout, rmaop_dtype dtype, rmaop_vec *vec);
+/**
+ * A vector over @p layout whose local elements are the caller's memory @p data (local_n elements of @p dtype,
+ * aligned to the element; device memory on a device context, host memory on a host context): no copy is made
+ * and nothing is zeroed. rmaop reads and writes @p data in place; the caller keeps it alive and does not free
+ * it until the vector is destroyed (rmaop_vec_destroy does not free it; on a device context it first waits for
+ * the stream, so no kernel still uses it), and does not touch it while an rmaop call that uses the vector is
+ * in progress (between an apply's begin and end, or before rmaop_ctx_synchronize on the device). How NumPy
+ * and CuPy arrays become rmaop vectors without copies. Not collective.
+ * @return RMAOP_ERR_ARG for a NULL layout or output, a NULL @p data with local elements, a misaligned @p data,
+ *         or memory of the other kind than the context's (the message says which).
+ */
+rmaop_status rmaop_vec_create_with_array(rmaop_layout layout, rmaop_dtype dtype, void *data, rmaop_vec *vec);
 /** A zero vector with the layout and dtype of @p x. Not collective. */
 rmaop_status rmaop_vec_duplicate(rmaop_vec x, rmaop_vec *vec);
 void rmaop_vec_destroy(rmaop_vec *vec);

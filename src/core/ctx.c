@@ -152,6 +152,13 @@ err:
   return st;
 }
 
+rmaop_status rmaop_ctx_create_f(MPI_Fint comm, const rmaop_ctx_options *opts, rmaop_ctx *out) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  RMAOP_REQUIRE(NULL, initialized, RMAOP_ERR_ARG, "rmaop_ctx_create_f: MPI is not initialized (call MPI_Init first)");
+  return rmaop_ctx_create(MPI_Comm_f2c(comm), opts, out);
+}
+
 void rmaop_ctx_destroy(rmaop_ctx *pctx) {
   if (!pctx || !*pctx) return;
   rmaop_ctx ctx = *pctx;

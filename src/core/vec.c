@@ -88,6 +88,36 @@ rmaop_status rmaop_vec_create(rmaop_layout layout, rmaop_dtype dtype, rmaop_vec 
   return RMAOP_OK;
 }
 
+rmaop_status rmaop_vec_create_with_array(rmaop_layout layout, rmaop_dtype dtype, void *data, rmaop_vec *out) {
+  static const char fn[] = "rmaop_vec_create_with_array";
+  RMAOP_REQUIRE(NULL, layout != NULL, RMAOP_ERR_ARG, "%s: layout is NULL", fn);
+  rmaop_ctx ctx = layout->ctx;
+  RMAOP_REQUIRE(ctx, out != NULL, RMAOP_ERR_ARG, "%s: vec (output) is NULL", fn);
+  const size_t es = rmaop_dtype_size(dtype);
+  RMAOP_REQUIRE(ctx, es > 0, RMAOP_ERR_ARG, "%s: dtype %d is not a rmaop_dtype", fn, (int)dtype);
+  const int64_t n = layout->sizes[ctx->rank];
+  RMAOP_REQUIRE(ctx, data != NULL || n == 0, RMAOP_ERR_ARG, "%s: data is NULL but the layout has %lld local elements",
+                fn, (long long)n);
+  /* Element alignment: the kernels and the complex arithmetic load whole elements (a complex's part size). */
+  const size_t align = dtype == RMAOP_C64 || dtype == RMAOP_C128 ? es / 2 : es;
+  RMAOP_REQUIRE(ctx, ((uintptr_t)data % align) == 0, RMAOP_ERR_ARG,
+                "%s: data %p is not aligned to %zu bytes (the %s element's alignment)", fn, data, align,
+                rmaop_dtype_name(dtype));
+  if (n > 0) {
+    const int on_dev = rmaop__dev_is_device_ptr(data);
+    RMAOP_REQUIRE(ctx, on_dev == (ctx->memory == RMAOP_MEMORY_DEVICE), RMAOP_ERR_ARG,
+                  "%s: data is %s memory but the context's memory is %s", fn, on_dev ? "device" : "host",
+                  rmaop_memory_name(ctx->memory));
+  }
+  rmaop_vec v = NULL;
+  RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *v, "vector", (void **)&v));
+  *v = (struct rmaop_vec_s){.ctx = ctx, .layout = layout, .dtype = dtype, .memory = ctx->memory, .local_n = n,
+                            .data = data, .refs = 1, .borrowed = 1};
+  layout->refs++;
+  *out = v;
+  return RMAOP_OK;
+}
+
 rmaop_status rmaop_vec_duplicate(rmaop_vec x, rmaop_vec *out) {
   RMAOP_CHECK(check_vec(NULL, "rmaop_vec_duplicate", "x", x));
   return rmaop_vec_create(x->layout, x->dtype, out);
@@ -105,7 +135,7 @@ void rmaop_vec_destroy(rmaop_vec *pv) {
     return;
   }
   if (ON_DEVICE(v)) (void)rmaop__dev_sync(v->ctx); /* kernels still using the memory finish first */
-  rmaop__mem_free(v->ctx, &v->data);
+  if (!v->borrowed) rmaop__mem_free(v->ctx, &v->data);
   free(v);
 }
 

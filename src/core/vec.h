@@ -35,6 +35,7 @@ struct rmaop_vec_s {
   void *data;
   int refs;          /* views (rmaop_vec_stack_part) keep their parent's memory alive */
   rmaop_vec parent;  /* a view: the stacked vector whose memory it aliases (NULL otherwise) */
+  int borrowed;      /* data is the caller's (rmaop_vec_create_with_array): never freed here */
 };
 
 
