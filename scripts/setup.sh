@@ -3,6 +3,7 @@
 #
 #   rmaop_setup_env      cd to the repo root, set RMAOP_ROOT, BUILD_DIR, JOBS, MPI-as-root variables
 #   rmaop_setup_packages install missing Debian packages (as root) or print the apt-get command and fail
+#   rmaop_setup_python   the Python package's test venv (build-venv/), sets RMAOP_TEST_PYTHON
 #   rmaop_build          configure and build into $BUILD_DIR
 #   rmaop_mpiexec_flags  print the mpiexec flags this machine needs (one per line)
 #
@@ -92,12 +93,37 @@ rmaop_setup_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" openssh-client
 }
 
+# The Python package's test interpreter: a venv in build-venv/ (shared by every build folder) with the pinned
+# python/requirements-test.txt, made with the python3 on PATH (RMAOP_PYTHON overrides), mpi4py compiled against
+# this machine's MPI, and the package itself installed from python/ (proves `pip install ./python` works).
+# Sets RMAOP_TEST_PYTHON. Not in SANITIZE builds (python.cmake registers nothing there).
+rmaop_setup_python() {
+  [ "${SANITIZE:-0}" = 1 ] && return 0
+  local venv="$RMAOP_ROOT/build-venv" req="$RMAOP_ROOT/python/requirements-test.txt" py="${RMAOP_PYTHON:-python3}"
+  local stamp="$venv/.requirements.sha256" want
+  want="$(sha256sum "$req" | cut -d' ' -f1)"
+  if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    rmaop_log "making the Python test venv $venv with $py ($("$py" --version 2>&1)): a few minutes (mpi4py compiles)"
+    rm -rf "$venv"
+    "$py" -m venv "$venv" || rmaop_die "$py -m venv failed (Debian's python3 needs python3-venv; set RMAOP_PYTHON)"
+    "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
+    MPICC="$(command -v mpicc)" "$venv/bin/python" -m pip install -q --no-binary mpi4py -r "$req" ||
+      rmaop_die "pip could not install python/requirements-test.txt (PyPI must be reachable)"
+    echo "$want" >"$stamp"
+  fi
+  "$venv/bin/python" -m pip install -q --no-deps "$RMAOP_ROOT/python" >/dev/null ||
+    rmaop_die "pip install ./python failed"
+  RMAOP_TEST_PYTHON="$venv/bin/python"
+  export RMAOP_TEST_PYTHON
+}
+
 rmaop_build() {
   local extra=()
   if [ -n "${CMAKE_ARGS:-}" ]; then
     read -r -a extra <<<"$CMAKE_ARGS"
   fi
   [ "${SANITIZE:-0}" = 1 ] && extra=(-DRMAOP_WITH_CUDA=OFF "${extra[@]}")
+  [ -n "${RMAOP_TEST_PYTHON:-}" ] && extra=(-DRMAOP_TEST_PYTHON="$RMAOP_TEST_PYTHON" "${extra[@]}")
   rmaop_log "configuring in $BUILD_DIR"
   cmake -S "$RMAOP_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-RelWithDebInfo}" "${extra[@]}"
   rmaop_log "building with $JOBS jobs"

@@ -17,6 +17,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 rmaop_setup_env
 rmaop_setup_packages
+rmaop_setup_python
 
 if ! rmaop_build; then
   rmaop_log "the build failed"

@@ -15,6 +15,8 @@ from ._lib import RmaopError, RmaopTimeout, RmaopUnsupported  # noqa: F401
 from ._lib import lib as _clib
 from ._operator import LinearOperator, RmaopOperator, StackedLinearOperator  # noqa: F401
 from .ops_grid import MPIFirstDerivative, MPIGradient, MPILaplacian, MPISecondDerivative  # noqa: F401
+from .ops_block import MPIBlockDiag, MPIFredholm1, MPIHStack, MPIMatrixMult, MPIStackedBlockDiag, MPIStackedVStack, MPIVStack  # noqa: F401,E501
+from .ops_halo import MPIHalo  # noqa: F401
 from .solvers import cg, cgls, lsqr, pipecg  # noqa: F401
 
 __version__ = "0.2.0"

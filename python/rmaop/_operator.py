@@ -125,14 +125,14 @@ class RmaopOperator:
             raise TypeError(f"rmaop: {type(self).__name__} takes a DistributedArray here, not {type(x).__name__}")
         loc = x.local_array.reshape(-1)
         if side.kind == _lib.LAYOUT_BROADCAST:
-            if x.partition is Partition.SCATTER and loc.size != side.global_n:
+            if x.partition is Partition.SCATTER and x.base_comm.allreduce(int(loc.size != side.global_n)):
                 return _redistribute(x.base_comm, loc, [side.global_n] * x.base_comm.Get_size(), xp)
             return loc
         if x.partition is not Partition.SCATTER:  # a whole copy on every rank: take this rank's rows
             r = x.base_comm.Get_rank()
             off = sum(side.sizes[:r])
             return loc[off:off + side.sizes[r]]
-        if loc.size != side.local_n or x.base_comm.allreduce(int(loc.size != side.local_n)):
+        if x.base_comm.allreduce(int(loc.size != side.local_n)):  # every rank must take part
             return _redistribute(x.base_comm, loc, side.sizes, xp)
         return loc
 

@@ -500,6 +500,49 @@ START_TEST(test_null_handles) {
 }
 END_TEST
 
+/* rmaop_vec_create_with_array: the vector is the caller's memory (writes through it are seen in the array,
+ * destroying it leaves the memory alone), and bad memory is refused by name. The caller's memory here is
+ * another vector's array: host or device memory as the context's, freed by its owner only. */
+START_TEST(test_with_array) {
+  rmaop_layout l = NULL;
+  RT_OK(rmaop_layout_create(ctx, RMAOP_LAYOUT_SCATTER, 10, &l));
+  rmaop_vec owner = NULL, w = NULL;
+  RT_OK(rmaop_vec_create(l, RMAOP_F64, &owner));
+  void *p = NULL;
+  RT_OK(rmaop_vec_get_array(owner, &p));
+  RT_OK(rmaop_vec_create_with_array(l, RMAOP_F64, p, &w));
+  void *q = NULL;
+  RT_OK(rmaop_vec_get_array(w, &q));
+  RT_CHECK(q == p, "the vector's array %p is not the caller's %p", q, p);
+  RT_OK(rmaop_vec_set(w, 3.0));
+  double _Complex d = 0;
+  RT_OK(rmaop_vec_dot(w, owner, &d));
+  RT_CHECK(creal(d) == 90.0, "dot over the shared memory is %g, expected 90", creal(d));
+  rmaop_vec_destroy(&w);
+  RT_CHECK(w == NULL, "destroy did not clear the handle");
+  rmaop_vec_info info;
+  RT_OK(rmaop_vec_get_info(owner, &info));
+  double h[16];
+  RT_OK(rmaop_vec_read_local(owner, h)); /* the memory outlives the borrowed vector */
+  for (int64_t i = 0; i < info.local_n; ++i) RT_CHECK(h[i] == 3.0, "element %lld is %g after destroy", (long long)i, h[i]);
+
+  RT_EXPECT(rmaop_vec_create_with_array(l, RMAOP_F64, NULL, &w), RT_BIT(RMAOP_ERR_ARG));
+  RT_MESSAGE_HAS("data is NULL");
+  RT_EXPECT(rmaop_vec_create_with_array(l, RMAOP_F64, (char *)p + 4, &w), RT_BIT(RMAOP_ERR_ARG));
+  RT_MESSAGE_HAS("not aligned to 8 bytes");
+  RT_EXPECT(rmaop_vec_create_with_array(NULL, RMAOP_F64, p, &w), RT_BIT(RMAOP_ERR_ARG));
+  RT_EXPECT(rmaop_vec_create_with_array(l, (rmaop_dtype)9, p, &w), RT_BIT(RMAOP_ERR_ARG));
+  RT_EXPECT(rmaop_vec_create_with_array(l, RMAOP_F64, p, NULL), RT_BIT(RMAOP_ERR_ARG));
+  if (rt_device()) { /* host memory on a device context */
+    RT_EXPECT(rmaop_vec_create_with_array(l, RMAOP_F64, h, &w), RT_BIT(RMAOP_ERR_ARG));
+    RT_MESSAGE_HAS("is host memory but the context's memory is device");
+  }
+  RT_CHECK(w == NULL, "a refused creation left a handle");
+  rmaop_vec_destroy(&owner);
+  rmaop_layout_destroy(&l);
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("vec");
   TCase *tc = tcase_create("vec");
@@ -512,6 +555,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_mismatch_everywhere);
   tcase_add_test(tc, test_mismatch_on_one_rank);
   tcase_add_test(tc, test_null_handles);
+  tcase_add_test(tc, test_with_array);
   suite_add_tcase(s, tc);
   return s;
 }
