@@ -17,7 +17,7 @@ from ._operator import LinearOperator, RmaopOperator, StackedLinearOperator  # n
 from .ops_grid import MPIFirstDerivative, MPIGradient, MPILaplacian, MPISecondDerivative  # noqa: F401
 from .ops_block import MPIBlockDiag, MPIFredholm1, MPIHStack, MPIMatrixMult, MPIStackedBlockDiag, MPIStackedVStack, MPIVStack  # noqa: F401,E501
 from .ops_halo import MPIHalo  # noqa: F401
-from .solvers import cg, cgls, lsqr, pipecg  # noqa: F401
+from .solvers import add, adjoint, cg, cgls, diagonal, lsqr, pipecg, product  # noqa: F401
 
 __version__ = "0.2.0"
 

@@ -206,6 +206,8 @@ def check_array(ctx, a, dtype, n, what, writable=False):
         if writable:
             raise ValueError(f"rmaop: {what} must be a contiguous {np.dtype(dtype)} array "
                              f"(it is {a.dtype}{'' if a.flags.c_contiguous else ', not contiguous'})")
+        if a.dtype.kind == "c" and np.dtype(dtype).kind != "c":  # a cast would drop the imaginary part
+            raise TypeError(f"rmaop: {what} is complex ({a.dtype}) but the operator is real ({np.dtype(dtype)})")
         a = xp.ascontiguousarray(a, dtype=dtype)
     if writable and xp is np and not a.flags.writeable:
         raise ValueError(f"rmaop: {what} is read-only")

@@ -18,7 +18,9 @@ class RmaopError(RuntimeError):
     the message is the library's own (it names the argument, peer or call)."""
 
     def __init__(self, status, code, message):
-        super().__init__(f"{status}: {message}" if message else status)
+        # the library's messages may already begin with the status name
+        text = message if message.startswith(status) else (f"{status}: {message}" if message else status)
+        super().__init__(text)
         self.status = status
         self.code = code
         self.message = message

@@ -83,6 +83,7 @@ class RmaopOperator:
 
     # ---- local arrays ----
     def _apply(self, adjoint, x, out):
+        h = self.handle  # first: a closed operator's layouts are freed (a Vec on them would crash)
         ctx = self.context
         src, dst = (self._d, self._m) if adjoint else (self._m, self._d)
         x = check_array(ctx, x, self._dtype_np, src.local_n, "the adjoint's input" if adjoint else "the input")
@@ -92,7 +93,7 @@ class RmaopOperator:
             out = check_array(ctx, out, self._dtype_np, dst.local_n, "out", writable=True)
         fn = "rmaop_op_apply_adjoint" if adjoint else "rmaop_op_apply"
         with Vec(src.layout, x) as vx, Vec(dst.layout, out) as vy, stream_order(ctx):
-            call(fn, self.handle, vx, vy, ctx=ctx.handle)
+            call(fn, h, vx, vy, ctx=ctx.handle)
         return out
 
     def apply(self, x, out=None):
@@ -123,6 +124,9 @@ class RmaopOperator:
             return xp.concatenate([self._local_in(a, p).reshape(-1) for a, p in zip(x.distarrays, side.parts)])
         if not isinstance(x, DistributedArray):
             raise TypeError(f"rmaop: {type(self).__name__} takes a DistributedArray here, not {type(x).__name__}")
+        if int(np.prod(x.global_shape)) != side.global_n:  # the same on every rank: all raise
+            raise ValueError(f"rmaop: the DistributedArray has {int(np.prod(x.global_shape))} elements, "
+                             f"{type(self).__name__} expects {side.global_n}")
         loc = x.local_array.reshape(-1)
         if side.kind == _lib.LAYOUT_BROADCAST:
             if x.partition is Partition.SCATTER and x.base_comm.allreduce(int(loc.size != side.global_n)):

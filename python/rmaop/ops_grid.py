@@ -27,6 +27,14 @@ def _grid(dims):
     return g
 
 
+def _sampling(values):
+    """Sampling steps as floats; 0 is refused (rmaop would read it as 1, PyLops divides by it)."""
+    out = tuple(float(v) for v in values)
+    if any(v == 0.0 for v in out):
+        raise ValueError(f"rmaop: sampling {out} has a zero step")
+    return out
+
+
 def _kind(kind, order=3):
     if kind == "centered":
         if order not in (3, 5):
@@ -49,7 +57,7 @@ class _Derivative(LinearOperator):
         spec.axis = 0
         spec.kind = _kind(kind, order)
         spec.edge = int(bool(edge))
-        spec.sampling = float(sampling)
+        spec.sampling = _sampling((sampling,))[0]
         spec.dtype = _core.dtype_code(dtype)
         h = _lib.op_t()
         call(self._create, ctx.handle, byref(spec), byref(h), ctx=ctx.handle)
@@ -59,7 +67,11 @@ class _Derivative(LinearOperator):
 
 class MPIFirstDerivative(_Derivative):
     """PyLops-MPI MPIFirstDerivative: first derivative along axis 0 (kinds forward, backward, centered with
-    order 3 or 5), on rmaop's halo exchange."""
+    order 3 or 5), on rmaop's halo exchange.
+
+    Beyond PyLops-MPI: a rank may hold fewer rows than the stencil reaches, or none (PyLops-MPI's ghost
+    exchange raises or hangs there). Axis 0 needs at least 2 (forward, backward), 3 (centered) or 5 (order 5)
+    samples (RmaopError RMAOP_ERR_ARG); sampling 0 is a ValueError."""
     _create = "rmaop_op_create_first_derivative"
 
     def __init__(self, dims, sampling=1.0, kind="centered", edge=False, order=3, base_comm=MPI.COMM_WORLD,
@@ -69,7 +81,8 @@ class MPIFirstDerivative(_Derivative):
 
 
 class MPISecondDerivative(_Derivative):
-    """PyLops-MPI MPISecondDerivative: second derivative along axis 0 (forward, backward, centered)."""
+    """PyLops-MPI MPISecondDerivative: second derivative along axis 0 (forward, backward, centered).
+    Like MPIFirstDerivative, any split of the rows is allowed; axis 0 needs at least 3 samples."""
     _create = "rmaop_op_create_second_derivative"
 
     def __init__(self, dims, sampling=1.0, kind="centered", edge=False, base_comm=MPI.COMM_WORLD,
@@ -79,7 +92,13 @@ class MPISecondDerivative(_Derivative):
 
 
 class MPILaplacian(LinearOperator):
-    """PyLops-MPI MPILaplacian: the weighted sum of second derivatives along ``axes``."""
+    """PyLops-MPI MPILaplacian: the weighted sum of second derivatives along ``axes``.
+
+    ``kind`` and ``edge`` apply to the second derivative along every listed axis, as in PyLops-MPI 0.8 and
+    PyLops 2.8. Differences from PyLops-MPI: ``dimsd`` is ``dims`` (PyLops-MPI's is ``(prod(dims),)`` when
+    ``axes[0]`` is not 0); weights that are all zero are refused (ValueError) rather than making the zero
+    operator; every axis needs at least 3 samples (RmaopError RMAOP_ERR_ARG).
+    """
 
     def __init__(self, dims, axes=(-2, -1), weights=(1, 1), sampling=(1, 1), edge=False, kind="centered",
                  base_comm=MPI.COMM_WORLD, dtype=np.float64, *, context=None, backend=None, sync=None,
@@ -90,6 +109,10 @@ class MPILaplacian(LinearOperator):
             raise ValueError("axes, weights, and sampling have different size")
         if any(a < 0 or a >= len(dims) for a in axes):
             raise ValueError(f"rmaop: an axis of {axes} is outside the {len(dims)} dims")
+        sampling = _sampling(sampling)
+        if len(axes) and all(float(w) == 0.0 for w in weights):
+            # the library reads all-zero weights as "ones" (its default)
+            raise ValueError("rmaop: MPILaplacian weights are all zero")
         ctx = _core.resolve_context(context, base_comm, backend, sync, transport, memory)
         spec = _lib.LaplacianSpec()
         spec.grid = _grid(dims)
@@ -107,12 +130,17 @@ class MPILaplacian(LinearOperator):
 
 class MPIGradient(StackedLinearOperator):
     """PyLops-MPI MPIGradient: the first derivative along every axis; data is a StackedDistributedArray of
-    ``len(dims)`` arrays (part d: the derivative along axis d)."""
+    ``len(dims)`` arrays (part d: the derivative along axis d).
+
+    Differences from PyLops-MPI: ``dimsd`` is serial PyLops' ``(len(dims), *dims)`` (PyLops-MPI's is flat);
+    ``kind="centered"`` needs at least 3 samples on every axis (PyLops accepts 2), else RmaopError
+    RMAOP_ERR_ARG; ranks with fewer rows than the stencil reaches, even none, are allowed (PyLops-MPI's ghost
+    exchange hangs or raises on them)."""
 
     def __init__(self, dims, sampling=1, edge=False, kind="centered", base_comm=MPI.COMM_WORLD,
                  dtype="float64", *, context=None, backend=None, sync=None, transport=None, memory=None):
         dims = _dims(dims)
-        samp = (sampling,) * len(dims) if np.isscalar(sampling) else tuple(sampling)
+        samp = _sampling((sampling,) * len(dims) if np.isscalar(sampling) else tuple(sampling))
         if len(samp) != len(dims):
             raise ValueError(f"rmaop: sampling has {len(samp)} values for {len(dims)} dims")
         ctx = _core.resolve_context(context, base_comm, backend, sync, transport, memory)
