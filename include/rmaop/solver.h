@@ -51,6 +51,8 @@ typedef struct {
   int graph;          /**< 1: the iterations were replayed from a CUDA graph (CG, CGLS, RMAOP_SOLVER_SCALARS=graph, on a
                            path that can capture: rmaop_ctx_get_stream); the trace then holds the captured iteration
                            once, and time_comm only its capture */
+  double kold;        /**< CG and CGLS: the last squared residual of the recurrence, the quantity tol is compared with
+                           (CG: r.r; CGLS: ||A^H s - damp^2 x||^2, PyLops-MPI's r1norm); other solvers 0 */
 } rmaop_solver_info;
 
 void rmaop_solver_options_init(rmaop_solver_options *opts);

@@ -187,7 +187,7 @@ class SolverOptions(Structure):
 
 class SolverInfo(Structure):
     _fields_ = [("iterations", c_int), ("reason", c_int), ("history", POINTER(c_double)),
-                ("time_total", c_double), ("time_comm", c_double), ("graph", c_int)]
+                ("time_total", c_double), ("time_comm", c_double), ("graph", c_int), ("kold", c_double)]
 
 
 class TraceSite(Structure):

@@ -150,7 +150,7 @@ def _run(name, Op, y, x0, niter, show, callback, **opt):
         cost = np.array(info.history[:info.iterations + 1]) if info.history else np.zeros(0)
         iters, reason = info.iterations, _lib.REASONS.get(info.reason, str(info.reason))
         Op.last_solve = {"iterations": iters, "reason": reason, "time_total": info.time_total,
-                         "time_comm": info.time_comm, "graph": bool(info.graph)}
+                         "time_comm": info.time_comm, "graph": bool(info.graph), "kold": info.kold}
     finally:
         _lib.lib.rmaop_solver_info_destroy(byref(info))
         if vx0 is not None:
@@ -190,15 +190,12 @@ def cgls(Op, y, x0, niter=10, damp=0.0, tol=1e-4, show=False, itershow=(10, 10, 
     """CGLS (PyLops-MPI cgls): returns (x, istop, iiter, r1norm, r2norm, cost).
 
     As PyLops-MPI: ``istop`` is 1 when r1norm < tol, else 2; ``r1norm`` is PyLops-MPI's final ``kold``,
-    ||A^H (y - A x) - damp^2 x||^2 (squared; here recomputed from x with two more applications, PyLops-MPI
-    carries it in its recurrence: equal to rounding); ``r2norm`` = sqrt(cost[-1]^2 + damp^2 ||x||^2); ``cost``
+    ||A^H s - damp^2 x||^2 of the recurrence's residual s (squared); ``r2norm`` = sqrt(cost[-1]^2 + damp^2 ||x||^2); ``cost``
     the history of ||y - A x_k||. Difference: with ``x0`` and ``damp`` both non-zero PyLops-MPI (and PyLops)
     start from A^H (y - A x0) - damp x0, rmaop from the gradient A^H (y - A x0) - damp^2 x0, so the iterates
     differ unless damp is 1; both minimize ||y - A x||^2 + damp^2 ||x||^2."""
     r = _run("cgls", Op, y, x0, niter, show, callback, tol=float(tol), damp=float(damp))
-    s = r.yl - Op.apply(r.xbuf)
-    g = Op.apply_adjoint(s) - (damp ** 2) * r.xbuf
-    r1 = _norm2(Op, Op._m, g)
+    r1 = Op.last_solve["kold"]
     r2 = float(np.sqrt(r.cost[-1] ** 2 + damp ** 2 * _norm2(Op, Op._m, r.xbuf)))
     return r.x, (1 if r1 < tol else 2), r.iters, r1, r2, r.cost
 

@@ -62,6 +62,7 @@ rmaop_status rmaop_solve_cg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_so
     kold = k;
     RMAOP_CHECK_GOTO(after_iteration(o, info, sqrt(kold), x), st, out);
   }
+  info->kold = kold;
   if (info->reason != RMAOP_REASON_BREAKDOWN && kold <= o->tol) info->reason = RMAOP_REASON_TOL;
 out:
   solver_stop(&clk);
@@ -120,6 +121,7 @@ rmaop_status rmaop_solve_cgls(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_
     kold = k;
     RMAOP_CHECK_GOTO(after_iteration(o, info, sqrt(creal(d[1])), x), st, out);
   }
+  info->kold = kold;
   if (info->reason != RMAOP_REASON_BREAKDOWN && kold <= o->tol) info->reason = RMAOP_REASON_TOL;
 out:
   solver_stop(&clk);

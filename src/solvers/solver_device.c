@@ -166,6 +166,7 @@ static rmaop_status dev_solve(dev_solver *v, rmaop_status (*init)(const dev_solv
   RMAOP_CHECK_GOTO(rmaop__dev_fetch_wait(ctx, v->fn), st, out);
   double kold = 0.0;
   st = dev_loop(v, o, info, &kold);
+  info->kold = kold;
   if (st == RMAOP_OK && info->reason != RMAOP_REASON_BREAKDOWN && kold <= o->tol) info->reason = RMAOP_REASON_TOL;
 out:
   if (v->d) (void)rmaop__dev_sync(ctx); /* nothing enqueued may still use d when it goes */
