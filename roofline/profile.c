@@ -210,8 +210,14 @@ static void write_cache(FILE *f, const roof_cache *c) {
 static void write_path(FILE *f, const roof_path *p) {
   fputs("  {\"name\": ", f);
   json_write_string(f, p->name);
-  fprintf(f, ", \"backend\": \"%s\", \"sync\": \"%s\", \"transport\": \"%s\", \"memory\": \"%s\",\n   ", p->backend,
-          p->sync, p->transport, p->memory);
+  /* escaped: the reader takes any string here (only the name is checked) */
+  const char *keys[] = {"backend", "sync", "transport", "memory"},
+             *vals[] = {p->backend, p->sync, p->transport, p->memory};
+  for (int i = 0; i < 4; ++i) {
+    fprintf(f, ", \"%s\": ", keys[i]);
+    json_write_string(f, vals[i]);
+  }
+  fputs(",\n   ", f);
   write_fit(f, &p->fit);
   fputs("\"points\": [", f);
   for (int i = 0; i < p->npoints; ++i)
@@ -231,8 +237,9 @@ int roof_profile_write(const roof_profile *p, const char *file, char *err, size_
     return roof_set_err(err, errlen, "cannot write \"%s\": %s", file, strerror(errno)), -1;
   fprintf(f, "{\"format\": \"%s\", \"version\": %d, \"created\": ", PROFILE_FORMAT, PROFILE_VERSION);
   json_write_string(f, p->created);
-  fprintf(f, ", \"ranks\": %d, \"memory\": \"%s\", \"quick\": %s,\n \"pattern\": ", p->ranks, p->memory,
-          p->quick ? "true" : "false");
+  fprintf(f, ", \"ranks\": %d, \"memory\": ", p->ranks);
+  json_write_string(f, p->memory);
+  fprintf(f, ", \"quick\": %s,\n \"pattern\": ", p->quick ? "true" : "false");
   json_write_string(f, p->pattern);
   fputs(",\n \"model\": \"T(n,m) = alpha + n*o + n*m/beta [seconds; beta in bytes/s]; (o, beta) of the first piece "
         "whose upto >= m (split_on m) or n*m (split_on bytes); L = T(1,8)\",\n",
@@ -410,9 +417,11 @@ static int read_reduce(reader *r, const json_value *red, roof_path *p) {
     return bad(r, "reduce.points", "out of memory");
   for (size_t i = 0; i < a->count; ++i) {
     double count;
-    if (get_num(r, &a->items[i], "count", &count, 0) || get_num(r, &a->items[i], "t", &p->rpoints[i].t, 0) ||
+    if (get_nonneg(r, &a->items[i], "count", &count, 0) || get_num(r, &a->items[i], "t", &p->rpoints[i].t, 0) ||
         get_int(r, &a->items[i], "reps", &p->rpoints[i].reps, 0))
       return -1;
+    if (count != floor(count) || count > 9007199254740992.0) /* 2^53: converts to int64_t exactly */
+      return bad(r, "reduce.points.count", "not an integer in range");
     p->rpoints[i].count = (int64_t)count;
   }
   p->nrpoints = (int)a->count;

@@ -437,7 +437,8 @@ static void json_run(FILE *f, const roof_run *r, const roof_profile *prof) {
 }
 
 static void json_profile_summary(FILE *f, const roof_profile *prof) {
-  fprintf(f, " \"profile\": {\"ranks\": %d, \"memory\": \"%s\", ", prof->ranks, prof->memory);
+  fprintf(f, " \"profile\": {\"ranks\": %d, ", prof->ranks);
+  json_kv_str(f, "memory", prof->memory, 1);
   json_kv_str(f, "created", prof->created, 1);
   fputs("\"paths\": [", f);
   for (int j = 0; j < prof->npaths; ++j) {

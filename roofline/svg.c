@@ -6,6 +6,7 @@
 #include "roofline.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -28,6 +29,11 @@ static double fx(const frame *fr, double x) {
 }
 static double fy(const frame *fr, double y) {
   return fr->py1 - (log10(y) - fr->ly0) / (fr->ly1 - fr->ly0) * (fr->py1 - fr->py0);
+}
+/* log10 of a range end, kept finite: the axes step through every decade between the ends, so an infinite end
+ * (a bound past DBL_MAX, or 0 from a denormal halved) would never finish. */
+static double range_log10(double v) {
+  return log10(fmin(fmax(v, DBL_MIN), DBL_MAX));
 }
 static int inside_y(const frame *fr, double y) {
   return y > 0 && isfinite(y) && log10(y) >= fr->ly0 - 1e-9 && log10(y) <= fr->ly1 + 1e-9;
@@ -172,10 +178,10 @@ static void roof_range(const roof_run *runs, int nruns, const roof_profile *prof
     ylo = 1e-4;
   if (!(yhi > ylo) || !isfinite(yhi))
     yhi = ylo * 1e4;
-  fr->lx0 = log10(xlo);
-  fr->lx1 = log10(xhi);
-  fr->ly0 = floor(log10(ylo) - 0.2);
-  fr->ly1 = ceil(log10(yhi) + 0.2);
+  fr->lx0 = range_log10(xlo);
+  fr->lx1 = range_log10(xhi);
+  fr->ly0 = floor(range_log10(ylo) - 0.2);
+  fr->ly1 = ceil(range_log10(yhi) + 0.2);
 }
 
 /* Per path: ceiling (dashed; a step where the fit split), diagonals n = 1, 8, 64 up to their elbow, and the
@@ -339,10 +345,10 @@ static void probe_range(const roof_profile *prof, frame *fr) {
     }
   if (!(xhi > 0))
     xlo = 8, xhi = 1 << 20, ylo = 1, yhi = 1e3;
-  fr->lx0 = log10(xlo) - 0.1;
-  fr->lx1 = log10(xhi) + 0.1;
-  fr->ly0 = floor(log10(ylo));
-  fr->ly1 = ceil(log10(yhi));
+  fr->lx0 = range_log10(xlo) - 0.1;
+  fr->lx1 = range_log10(xhi) + 0.1;
+  fr->ly0 = floor(range_log10(ylo));
+  fr->ly1 = ceil(range_log10(yhi));
   if (fr->ly1 <= fr->ly0)
     fr->ly1 = fr->ly0 + 1;
 }

@@ -189,7 +189,7 @@ def test_cgls(ls, damp, nonzero):
     check_all(abs(r1 - rb[3]) <= 1e-10 * max(k0, 1.0), f"r1norm {r1!r} vs {rb[3]!r}")
     close_num(r2, float(rb[4]), HIST, "r2norm")
     allclose_all(xa.local_array, xb_local(rb), 1e-10, "cgls x")
-    # tol: the same stop, istop 1
+    # tol: the same stop (istop = 1)
     tol = float(pm.cgls(ls.G, ls.y, x0, niter=4, damp=damp, tol=0)[3]) * 1.01
     ra = rmaop.cgls(ls.G, ls.y, x0, niter=40, damp=damp, tol=tol)
     rb = pm.cgls(ls.G, ls.y, x0, niter=40, damp=damp, tol=tol)

@@ -37,8 +37,8 @@ static rmaop_status check_spec(rmaop_ctx ctx, const rmaop_plan_spec *spec, rmaop
     RMAOP_REQUIRE(ctx, t->count >= 0, RMAOP_ERR_ARG, "rmaop_plan_create: sends[%d].count = %lld is negative", i,
                   (long long)t->count);
     RMAOP_REQUIRE(ctx, range_ok(t->src_offset, t->count, spec->src_len), RMAOP_ERR_ARG,
-                  "rmaop_plan_create: sends[%d] reads src[%lld .. %lld) outside this rank's src_len %lld", i,
-                  (long long)t->src_offset, (long long)(t->src_offset + t->count), (long long)spec->src_len);
+                  "rmaop_plan_create: sends[%d] reads %lld elements from src[%lld], outside this rank's src_len %lld",
+                  i, (long long)t->count, (long long)t->src_offset, (long long)spec->src_len); /* no sum: it may overflow */
   }
   for (int i = 0; i < spec->nrecvs; ++i) {
     const rmaop_transfer *t = &spec->recvs[i];
@@ -128,9 +128,9 @@ static rmaop_status check_targets(rmaop_plan plan, const int64_t *dst_len_of) {
   for (int i = 0; i < plan->nsend + plan->nself; ++i) {
     const rmaop_transfer *t = i < plan->nsend ? &plan->send[i] : &plan->self[i - plan->nsend];
     RMAOP_REQUIRE(ctx, range_ok(t->dst_offset, t->count, dst_len_of[t->peer]), RMAOP_ERR_ARG,
-                  "rmaop_plan_create: a send from rank %d writes dst[%lld .. %lld) of rank %d, whose dst_len is %lld",
-                  ctx->rank, (long long)t->dst_offset, (long long)(t->dst_offset + t->count), t->peer,
-                  (long long)dst_len_of[t->peer]);
+                  "rmaop_plan_create: a send from rank %d writes %lld elements at dst[%lld] of rank %d, whose dst_len "
+                  "is %lld",
+                  ctx->rank, (long long)t->count, (long long)t->dst_offset, t->peer, (long long)dst_len_of[t->peer]);
   }
   return RMAOP_OK;
 }
