@@ -131,6 +131,7 @@ static rmaop_status plan_setup(rmaop_plan plan) {
       return st;
     }
     rp->staging = base;
+    snprintf(rp->win->what, sizeof rp->win->what, "plan \"%s\"", plan->label);
     plan->trace_transport = plan_transport(plan, rp->win);
   }
   plan->backend_data = rp;
@@ -379,6 +380,7 @@ static rmaop_status grow(rmaop_ctx ctx, rma_ctx *s, int64_t count) {
    * MPI's RMA for everything. */
   const int flags = ctx->memory == RMAOP_MEMORY_DEVICE ? RMA_WIN_NODE_SHM : 0;
   RMAOP_CHECK(rma__win_make(ctx, 1, NULL, 2 * (size_t)ctx->size * (size_t)cap * sizeof(double), flags, &s->win, &base));
+  snprintf(s->win->what, sizeof s->win->what, "the reduction table");
   s->slots = base;
   s->cap = cap;
   return RMAOP_OK;

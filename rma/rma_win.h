@@ -53,9 +53,9 @@ extern const rma_transport rma__transport_ipc;
 /* Flags of the internal epoch begin. */
 enum {
   /* The caller double-buffers its target memory by epoch parity and repeats one pattern, so: the
-   * flag handshake (lock; pscw on shm) skips "ready" with every peer that is both a target and an
-   * origin of the epoch, and fence skips the opening fence when the previous closing fence left an
-   * epoch open. rma_backend.c gives the argument for why that is safe. */
+   * flag handshake (lock; every mode on a GPU window) skips "ready" with every peer that is both a target
+   * and an origin of the epoch (host pscw does not: its "ready" says the target posted), and fence skips the opening
+   * fence when the previous closing fence left an epoch open. rma_backend.c gives the argument for why that is safe. */
   RMA_EPOCH_SKIP_READY_MUTUAL = 1u << 0,
 };
 
@@ -84,6 +84,7 @@ struct rmaop_win_s {
   size_t *sizes;              /* [size] every rank's usable window size (bounds checks) */
   char **peer_base;           /* [size] shared and GPU windows: every rank's memory, mapped here */
   const rma_transport **tp;   /* [size] transport towards every rank (own rank: self) */
+  const rma_transport **ftp;  /* [size] the same for the control area's flags (win.c, set_transports) */
   const char *transport_name; /* towards the other ranks: "shm", "mpi", "mixed", or "self" if none */
   rmaop_transport self_kind;  /* reported for the own rank (the public enum has no "self") */
 
@@ -95,11 +96,16 @@ struct rmaop_win_s {
   /* The last plan epoch was captured into a CUDA graph (rma_backend.c, plan_begin). */
   int captured;
 
-  /* Control area of the flag handshake: int64 slots. Slot r: "ready", written by target r (its
-   * memory may take my next epoch). Slot size + r: "done", written by origin r (its puts of the
-   * epoch are complete here). Values count epochs per PAIR of ranks, so a rank that skips epochs it
-   * takes no part in (they are neighbor-collective) never desynchronizes the others. */
-  int64_t *ctrl;       /* this rank's control area */
+  /* Control area of the flag handshakes (every host window of more than one rank): int64 slots. Slot r:
+   * "ready", written by target r (its memory may take my next epoch; pscw: it posted). Slot size + r:
+   * "done", written by origin r (its puts of the epoch are complete here). Values count epochs per PAIR
+   * of ranks, so a rank that skips epochs it takes no part in (they are neighbor-collective) never
+   * desynchronizes the others. Slot 2 size + r: rank r's phase in the collective steps (fence, window
+   * free: epoch.c, sync_all). Any slot may hold ABORT: its writer gave up (rma__epoch_abandon). The area
+   * is the tail of the data window when MPI allocated it and the window is shared (flags as atomics) or
+   * in lock mode's passive epoch; else a small window of its own in a passive epoch (mpi flags beside an
+   * active-target fence or pscw window across nodes, or beside user memory). */
+  int64_t *ctrl;       /* this rank's control area (NULL: GPU window, or one rank) */
   MPI_Aint *ctrl_disp; /* [size] byte displacement of each rank's control area in cwin */
   int64_t *out_epochs; /* [size] epochs opened with rank r as a target */
   int64_t *in_epochs;  /* [size] epochs opened with rank r as an origin */
@@ -115,6 +121,12 @@ struct rmaop_win_s {
   unsigned char *role;    /* [size] */
   int64_t epoch;          /* epochs begun on this window (buffer parity) */
   int fence_open;         /* fence mode: the last closing fence also opened the next epoch */
+
+  int64_t syncs; /* collective steps (fences, the free) begun on this window */
+  int abandoned; /* ABORT written to every peer (rma__epoch_abandon) */
+  int *others;   /* [size - 1] every other rank, ascending (the collective steps' peers) */
+  int *scratch;  /* [3 size] the waits' lists (epoch.c) */
+  char what[96]; /* what the window serves, for messages: plan "label", the reduction table, a public window */
 
   /* PSCW: the groups of the last epoch, rebuilt only when the peer lists change. */
   MPI_Group comm_group, post_group, start_group;
@@ -195,11 +207,19 @@ rmaop_status rma__epoch_begin(rmaop_win win, int ntargets, const int *targets, i
 rmaop_status rma__epoch_origin_done(rmaop_win win);
 /* Closes the epoch: this rank's puts/gets are complete, every origin's puts are visible here. */
 rmaop_status rma__epoch_end(rmaop_win win);
-/* Flag handshake (lock; pscw on shm), once the data of the epoch that just ended was consumed: tells
+/* Flag handshake (lock; every mode on a GPU window), once the data of the epoch that just ended was consumed: tells
  * its origins that this rank's memory may take their next epoch (an early "post"), so they need not
  * wait for it at their next begin. Other windows: nothing to do. */
 rmaop_status rma__post_ready(rmaop_win win);
 /* Releases the PSCW groups (window free). */
 void rma__epoch_free(rmaop_win win);
+/* Writes ABORT into every slot this rank owns at every other rank, once: whoever waits for this rank on this
+ * window, now or later, fails at once with RMAOP_ERR_REMOTE instead of waiting for it. Host windows only. */
+void rma__epoch_abandon(rmaop_win win);
+/* Window free: 1 when the collective MPI frees may run (every rank arrived at the free and committed to it,
+ * bounded by the timeout; or no MPI window; or a creation that never completed), 0 when they must not (the
+ * context failed, or a peer did not come): the window is then abandoned and its MPI objects leaked, since a
+ * collective free would wait for a rank that may never call it. */
+int rma__epoch_free_agreed(rmaop_win win);
 
 #endif /* RMAOP_RMA_WIN_H */

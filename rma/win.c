@@ -7,10 +7,16 @@
  * window. Otherwise MPI_Win_allocate (mpi transport for every peer), or MPI_Win_create over user
  * memory (mpi only: MPI cannot map user memory into other processes).
  *
- * The flag handshake (lock on host windows, epoch.c) needs a control area (two int64 counters
- * per rank, rma_win.h): the tail of an allocated segment, or a small window of its own beside user
- * memory. In lock mode the whole window lives in one MPI_Win_lock_all(MPI_MODE_NOCHECK) epoch from
- * creation to free (MPI-3.1 §11.5.3): passive-target synchronization is then only flushes and flags.
+ * The flag handshakes (epoch.c: lock's epochs, and the bounded waits around fence and pscw) need a
+ * control area (three int64 slots per rank, rma_win.h): the tail of an allocated segment, or a small
+ * window of its own in a passive-target epoch. In lock mode the whole window lives in one
+ * MPI_Win_lock_all(MPI_MODE_NOCHECK) epoch from creation to free (MPI-3.1 §11.5.3): passive-target
+ * synchronization is then only flushes and flags.
+ *
+ * Free. MPI_Win_free is collective and waits inside MPI for every rank, so a free first meets every rank
+ * in a bounded handshake (rma__epoch_free_agreed); on a failed context, or when a rank does not come, the
+ * MPI window is not freed but leaked: its memory stays mapped, since a peer that gave up late may still
+ * write into it, and nothing waits for a rank that may never call the free.
  *
  * Device contexts. A window whose memory is GPU memory (the public calls, and plans whose peers all
  * share the node) reaches every rank through the ipc transport (transport_ipc.c): no MPI window, every
@@ -150,11 +156,14 @@ static rmaop_status win_struct_new(rmaop_ctx ctx, rmaop_win *out) {
   w->sync = rma__settings(ctx)->sync;
   w->win = w->cwin = MPI_WIN_NULL;
   w->comm_group = w->post_group = w->start_group = MPI_GROUP_NULL;
+  snprintf(w->what, sizeof w->what, "a public window");
   rmaop_status st = rmaop__calloc(ctx, P, sizeof *w->sizes, "window sizes", (void **)&w->sizes);
   if (st == RMAOP_OK)
     st = rmaop__calloc(ctx, P, sizeof *w->peer_base, "window bases", (void **)&w->peer_base);
   if (st == RMAOP_OK)
     st = rmaop__calloc(ctx, P, sizeof *w->tp, "window transports", (void **)&w->tp);
+  if (st == RMAOP_OK)
+    st = rmaop__calloc(ctx, P, sizeof *w->ftp, "window flag transports", (void **)&w->ftp);
   if (st == RMAOP_OK)
     st = rmaop__calloc(ctx, P, sizeof *w->ctrl_disp, "window control", (void **)&w->ctrl_disp);
   if (st == RMAOP_OK)
@@ -163,6 +172,10 @@ static rmaop_status win_struct_new(rmaop_ctx ctx, rmaop_win *out) {
     st = rmaop__calloc(ctx, 4 * P, sizeof(int), "window peer lists", (void **)&w->targets);
   if (st == RMAOP_OK)
     st = rmaop__calloc(ctx, P, 1, "window roles", (void **)&w->role);
+  if (st == RMAOP_OK)
+    st = rmaop__calloc(ctx, P, sizeof(int), "window ranks", (void **)&w->others);
+  if (st == RMAOP_OK)
+    st = rmaop__calloc(ctx, 3 * P, sizeof(int), "window wait lists", (void **)&w->scratch);
   if (st != RMAOP_OK) {
     rmaop_win_destroy(&w);
     return st;
@@ -172,6 +185,9 @@ static rmaop_status win_struct_new(rmaop_ctx ctx, rmaop_win *out) {
   w->origins = w->targets + P;
   w->post_ranks = w->targets + 2 * P;
   w->start_ranks = w->targets + 3 * P;
+  for (int r = 0, n = 0; r < w->size; ++r)
+    if (r != w->rank)
+      w->others[n++] = r;
   *out = w;
   return RMAOP_OK;
 }
@@ -242,12 +258,12 @@ static rmaop_status exchange_sizes(rmaop_win w) {
   return RMAOP_OK;
 }
 
-/* Control area of the flag handshake, zeroed and visible everywhere before any peer can notify into
+/* Control area of the flag handshakes, zeroed and visible everywhere before any peer can notify into
  * it. Lock mode also opens the window's one passive-target epoch, which MPI_Win_flush and the mpi
- * transport's flag operations need. */
-static rmaop_status setup_control(rmaop_win w, size_t ctrl_bytes) {
+ * transport's flag operations need; a separate control window gets one of its own for the latter. */
+static rmaop_status setup_control(rmaop_win w, size_t ctrl_bytes, int in_tail) {
   rmaop_ctx ctx = w->ctx;
-  if (mpi_allocates(w)) {
+  if (in_tail) {
     w->cwin = w->win;
     w->ctrl = (int64_t *)(w->base + align_up(w->bytes));
     for (int r = 0; r < w->size; ++r)
@@ -263,10 +279,10 @@ static rmaop_status setup_control(rmaop_win w, size_t ctrl_bytes) {
   if (w->sync == RMAOP_SYNC_LOCK) {
     RMAOP_CHECK_MPI(ctx, MPI_Win_lock_all(MPI_MODE_NOCHECK, w->win));
     w->locked = 1;
-    if (w->cwin_separate) {
-      RMAOP_CHECK_MPI(ctx, MPI_Win_lock_all(MPI_MODE_NOCHECK, w->cwin));
-      w->clocked = 1;
-    }
+  }
+  if (w->cwin_separate) { /* the mpi transport's flag operations need a passive-target epoch */
+    RMAOP_CHECK_MPI(ctx, MPI_Win_lock_all(MPI_MODE_NOCHECK, w->cwin));
+    w->clocked = 1;
   }
   RMAOP_CHECK_MPI(ctx, MPI_Win_sync(w->cwin));
   RMAOP_CHECK_MPI(ctx, MPI_Barrier(ctx->comm));
@@ -279,6 +295,10 @@ static void set_transports(rmaop_win w) {
     w->tp[r] = w->node_shm && w->shared && r != w->rank
                    ? &rma__transport_shm
                    : rma__choose_transport(w->ctx, w->device || w->dev_mpi, w->shared, r);
+    /* Flags go with the data, except around MPI's fence and PSCW on a shared window: there they only guard
+     * MPI's own synchronization, and atomics in the segment need no window of their own (lock's flags are
+     * part of what its transport measures). */
+    w->ftp[r] = w->shared && w->sync != RMAOP_SYNC_LOCK && r != w->rank ? &rma__transport_shm : w->tp[r];
     if (r == w->rank)
       continue;
     if (!name)
@@ -304,9 +324,8 @@ static rmaop_status build_local(rmaop_win w, void *user_base, size_t bytes) {
   return RMAOP_OK;
 }
 
-/* Whether epochs run as the flag handshake of epoch.c: always in lock mode; in pscw mode when every
- * peer is reached by shm (then the flags are plain atomics and MPI's PSCW would only add cost). */
-/* Only lock mode signals with flags. pscw always uses MPI_Win_post/start/complete/wait, on shm too:
+/* Whether epochs run as the flag handshake of epoch.c (else MPI's fence or PSCW, guarded by flags).
+ * Only lock mode signals with flags. pscw always uses MPI_Win_post/start/complete/wait, on shm too:
  * users A/B the sync modes against each other, and a pscw built from lock's flags would make the two
  * the same path. (Open MPI 4.1's osc/sm PSCW is slow at 8 bytes; docs/PERFORMANCE.md shows by how much.) */
 static int uses_flag_sync(const rmaop_win w) {
@@ -325,18 +344,20 @@ static rmaop_status build(rmaop_win w, void *user_base, size_t bytes) {
     return build_local(w, user_base, bytes);
   set_transports(w);
   w->flag_sync = uses_flag_sync(w);
-  const size_t ctrl_bytes = w->flag_sync ? 2 * (size_t)w->size * sizeof(int64_t) : 0;
+  const size_t ctrl_bytes = 3 * (size_t)w->size * sizeof(int64_t);
+  /* The control area rides in the data window's tail when MPI allocates it and no passive epoch on it would
+   * conflict with the sync mode's active-target epochs: lock mode holds one anyway, and on a shared window
+   * fence and pscw flag with atomics (set_transports). Otherwise mpi flags in a window of their own. */
+  const int in_tail = mpi_allocates(w) && (w->sync == RMAOP_SYNC_LOCK || w->shared);
   if (w->dev_mpi && w->owns_memory) { /* MPI allocates host memory only: the GPU memory comes from cudaMalloc */
     RMAOP_CHECK(rmaop__dev_malloc(w->ctx, bytes, "GPU window memory", &user_base));
     w->dev_base = user_base;
   }
-  RMAOP_CHECK(make_data_window(w, user_base, bytes, ctrl_bytes));
+  RMAOP_CHECK(make_data_window(w, user_base, bytes, in_tail ? ctrl_bytes : 0));
   RMAOP_CHECK(exchange_sizes(w));
   if (w->sync == RMAOP_SYNC_PSCW && !w->flag_sync)
     RMAOP_CHECK_MPI(w->ctx, MPI_Comm_group(w->ctx->comm, &w->comm_group));
-  if (ctrl_bytes)
-    RMAOP_CHECK(setup_control(w, ctrl_bytes));
-  return RMAOP_OK;
+  return setup_control(w, ctrl_bytes, in_tail);
 }
 
 rmaop_status rma__win_make(rmaop_ctx ctx, int allocate, void *user_base, size_t bytes, int flags, rmaop_win *out,
@@ -385,11 +406,14 @@ void rmaop_win_destroy(rmaop_win *pw) {
   if (!pw || !*pw)
     return;
   rmaop_win w = *pw;
-  if (w->device)
-    rma__ipc_free(w); /* collective once built: drains and synchronizes before unmapping */
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) {
+  /* Collective frees only where every rank is known to make them (rma__epoch_free_agreed): else the MPI
+   * window, GPU memory and mappings are leaked, never freed under a peer that may still write or wait. */
+  const int agreed = finalized || rma__epoch_free_agreed(w);
+  if (w->device && agreed)
+    rma__ipc_free(w); /* collective once built: drains and synchronizes before unmapping */
+  if (!finalized && agreed) {
     /* Destructors do not fail loudly: a failing unlock/free leaves nothing we could repair. */
     if (w->clocked)
       MPI_Win_unlock_all(w->cwin);
@@ -397,24 +421,29 @@ void rmaop_win_destroy(rmaop_win *pw) {
       MPI_Win_unlock_all(w->win);
     if (w->cwin_separate && w->cwin != MPI_WIN_NULL)
       MPI_Win_free(&w->cwin);
-    rma__epoch_free(w);
     if (w->win != MPI_WIN_NULL)
       MPI_Win_free(&w->win);
   }
+  if (!finalized)
+    rma__epoch_free(w); /* the PSCW groups: local */
   if (w->local_only && w->owns_memory)
     free(w->base);
   /* A plan's end leaves its unpack kernels reading this staging (rma_backend.c); an error stays recorded
    * in the context. */
-  if (w->dev_base)
+  if (w->dev_base && agreed) {
     (void)rmaop__dev_drain(w->ctx, "rma GPU window over MPI free");
-  rmaop__dev_free(w->dev_base); /* after MPI_Win_free: MPI no longer reaches it */
+    rmaop__dev_free(w->dev_base); /* after MPI_Win_free: MPI no longer reaches it */
+  }
   free(w->sizes);
   free(w->peer_base);
   free(w->tp);
+  free(w->ftp);
   free(w->ctrl_disp);
   free(w->out_epochs);
   free(w->targets);
   free(w->role);
+  free(w->others);
+  free(w->scratch);
   free(w);
   *pw = NULL;
 }
@@ -424,6 +453,7 @@ void rmaop_win_destroy(rmaop_win *pw) {
 static rmaop_status check_access(rmaop_win w, const char *fn, const void *buf, size_t bytes, int target, size_t disp) {
   RMAOP_REQUIRE(NULL, w != NULL, RMAOP_ERR_ARG, "%s: win is NULL", fn);
   rmaop_ctx ctx = w->ctx;
+  RMAOP_REQUIRE_USABLE(ctx, fn);
   RMAOP_REQUIRE(ctx, w->in_epoch, RMAOP_ERR_ARG, "%s: no epoch is open on this window (call rmaop_win_epoch_begin)",
                 fn);
   RMAOP_REQUIRE(ctx, target >= 0 && target < w->size, RMAOP_ERR_ARG, "%s: target %d is outside [0, %d)", fn, target,
@@ -456,6 +486,7 @@ rmaop_status rmaop_win_get(rmaop_win win, void *origin, size_t bytes, int target
 rmaop_status rmaop_win_epoch_begin(rmaop_win win, int ntargets, const int *targets, int norigins, const int *origins) {
   RMAOP_REQUIRE(NULL, win != NULL, RMAOP_ERR_ARG, "rmaop_win_epoch_begin: win is NULL");
   rmaop_ctx ctx = win->ctx;
+  RMAOP_REQUIRE_USABLE(ctx, "rmaop_win_epoch_begin");
   RMAOP_REQUIRE(ctx, !win->in_epoch, RMAOP_ERR_ARG, "rmaop_win_epoch_begin: an epoch is already open on this window");
   RMAOP_REQUIRE(ctx, ntargets >= 0 && (ntargets == 0 || targets != NULL), RMAOP_ERR_ARG,
                 "rmaop_win_epoch_begin: ntargets = %d with targets %s", ntargets, targets ? "given" : "NULL");
@@ -472,6 +503,8 @@ rmaop_status rmaop_win_epoch_begin(rmaop_win win, int ntargets, const int *targe
 rmaop_status rmaop_win_epoch_end(rmaop_win win) {
   RMAOP_REQUIRE(NULL, win != NULL, RMAOP_ERR_ARG, "rmaop_win_epoch_end: win is NULL");
   rmaop_ctx ctx = win->ctx;
+  /* After a failure the window's memory may hold a peer's puts of any epoch: the epoch stays unclosed. */
+  RMAOP_REQUIRE_USABLE(ctx, "rmaop_win_epoch_end");
   RMAOP_REQUIRE(ctx, win->in_epoch, RMAOP_ERR_ARG, "rmaop_win_epoch_end: no epoch is open on this window");
   RMAOP_CHECK(rma__epoch_end(win));
   if (win->device) /* the waits and copies are on the stream: the promise is host visibility */

@@ -12,7 +12,11 @@
  * elements than the plan says returns RMAOP_ERR_REMOTE naming the sender, so such a failure never leaves
  * a neighbor waiting. (Bad arguments are rejected by the core before the backend runs; a neighbor of
  * that rank is released by the timeout.) Waits poll with the context's timeout (RMAOP_ERR_TIMEOUT)
- * instead of blocking in MPI_Waitall.
+ * instead of blocking in MPI_Waitall. A rank whose wait timed out, or that was told of a failure, sends a
+ * failure note (tag TAG_ABORT) to the peers of that exchange; every context keeps one receive for such
+ * notes posted, and every wait polls it with its own requests, so a peer that arrives after the others
+ * gave up fails with RMAOP_ERR_REMOTE instead of returning the data they had sent before giving up. The
+ * context is failed either way (src/core/error.c).
  *
  * Device memory. With a CUDA-aware MPI (ctx->mpi_cuda_aware) the plan is dev_native: staging and pack
  * buffers are device memory, MPI reads src and writes staging/dst on the GPU, and begin synchronizes the
@@ -30,10 +34,15 @@
  * from a per-context counter (plans are created collectively, so every rank numbers them alike); two
  * plans in flight between the same pair of ranks therefore never match each other's messages.
  * The span stays below 32767, the smallest MPI_TAG_UB the standard allows. */
-enum { TAG_PLAN_BASE = 0x4000, TAG_PLAN_SPAN = 0x3000 };
+enum { TAG_PLAN_BASE = 0x4000, TAG_PLAN_SPAN = 0x3000, TAG_ABORT = TAG_PLAN_BASE + TAG_PLAN_SPAN };
 
 typedef struct {
-  unsigned plan_seq; /* plans set up on this context so far */
+  unsigned plan_seq;     /* plans set up on this context so far */
+  MPI_Request abort_req; /* receive of a peer's failure note (any source, TAG_ABORT), posted while healthy */
+  int abort_buf;
+  int *idx;              /* [cap] MPI_Testsome's indices */
+  MPI_Status *st;        /* [cap] its statuses */
+  int cap;
 } ts_ctx;
 
 /* How one peer's message is described to MPI: `count` items of `type`. Counts above INT_MAX use a
@@ -114,33 +123,91 @@ static void msg_free(ts_msg *m) {
   m->owns_type = 0;
 }
 
-/* Polls until every request is complete, or the context's timeout passes. On a timeout the first
- * `nrecv` requests (point-to-point receives from `peers[i]`; collectives cannot be cancelled) are
- * cancelled and completed, so a persistent receive can be started again, and RMAOP_ERR_TIMEOUT names
- * `what` and the first origin whose message never came. */
+/* Tells the n ranks in `peers` (this rank skipped) that this rank's context failed: a 4-byte note each, sent
+ * and forgotten (eager; MPI completes it whenever the peer drains it). */
+static void send_abort(rmaop_ctx ctx, int n, const int *peers) {
+  static const int note = 1;
+  for (int i = 0; i < n; ++i) {
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (peers[i] != ctx->rank && MPI_Isend(&note, 1, MPI_INT, peers[i], TAG_ABORT, ctx->comm, &r) == MPI_SUCCESS)
+      MPI_Request_free(&r);
+  }
+}
+
+static rmaop_status scratch(rmaop_ctx ctx, ts_ctx *c, int n) {
+  if (n <= c->cap)
+    return RMAOP_OK;
+  int *idx = NULL;
+  MPI_Status *st = NULL;
+  RMAOP_CHECK(rmaop__calloc(ctx, (size_t)n, sizeof *idx, "twosided wait indices", (void **)&idx));
+  if (rmaop__calloc(ctx, (size_t)n, sizeof *st, "twosided wait statuses", (void **)&st) != RMAOP_OK) {
+    free(idx);
+    return RMAOP_ERR_NOMEM;
+  }
+  free(c->idx);
+  free(c->st);
+  c->idx = idx, c->st = st, c->cap = n;
+  return RMAOP_OK;
+}
+
+/* Polls until every request is complete, the context's timeout passes, or a peer's failure note arrives (the
+ * context's abort receive rides in req[n], so `req` has room for n + 1). On a timeout or a note the first
+ * `nrecv` requests (point-to-point receives from `peers[i]`; collectives cannot be cancelled) are cancelled
+ * and completed, so a persistent receive can be started again and no late message lands in freed memory;
+ * RMAOP_ERR_TIMEOUT names `what` and the first origin whose message never came, RMAOP_ERR_REMOTE the rank
+ * that gave up. Either fails the context; the caller tells the exchange's peers (send_abort). */
 static rmaop_status wait_all(rmaop_ctx ctx, int n, int nrecv, const int *peers, MPI_Request *req, MPI_Status *stat,
                              const char *what) {
   if (n == 0)
     return RMAOP_OK;
+  ts_ctx *c = ctx->backend_data;
+  RMAOP_CHECK(scratch(ctx, c, n + 1));
+  req[n] = c->abort_req;
+  int left = 0, gave_up = -1, progressed = 0;
+  for (int i = 0; i < n; ++i)
+    left += req[i] != MPI_REQUEST_NULL;
   double deadline = rmaop__wtime() + ctx->timeout;
-  for (unsigned spin = 0;; ++spin) {
-    int done = 0;
-    int rc = MPI_Testall(n, req, &done, stat);
-    if (rc == MPI_ERR_IN_STATUS) {
-      for (int i = 0; i < n; ++i)
-        if (stat[i].MPI_ERROR != MPI_SUCCESS && stat[i].MPI_ERROR != MPI_ERR_PENDING)
-          return rmaop__mpi_error(ctx, stat[i].MPI_ERROR, __FILE__, __LINE__, what);
-    }
-    if (rc != MPI_SUCCESS)
+  for (unsigned spin = 0; left > 0; ++spin) {
+    int out = 0;
+    int rc = MPI_Testsome(n + 1, req, &out, c->idx, c->st);
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS)
       return rmaop__mpi_error(ctx, rc, __FILE__, __LINE__, what);
-    if (done)
-      return RMAOP_OK;
-    if ((spin & 63) == 63) {
+    for (int k = 0; k < out && out != MPI_UNDEFINED; ++k) {
+      if (c->st[k].MPI_ERROR != MPI_SUCCESS && rc == MPI_ERR_IN_STATUS)
+        return rmaop__mpi_error(ctx, c->st[k].MPI_ERROR, __FILE__, __LINE__, what);
+      if (c->idx[k] == n) {
+        gave_up = c->st[k].MPI_SOURCE;
+      } else {
+        stat[c->idx[k]] = c->st[k];
+        --left;
+      }
+    }
+    if (out == MPI_UNDEFINED) /* nothing active is left: requests that were never started */
+      left = 0;
+    progressed |= out == 0; /* MPI_Testsome progresses MPI only when nothing had completed */
+    if (left > 0 && (spin & 63) == 63) {
       if (rmaop__wtime() > deadline)
         break;
       sched_yield(); /* ranks may outnumber cores (oversubscribed tests) */
     }
   }
+  if (left == 0 && gave_up < 0 && !progressed && req[n] != MPI_REQUEST_NULL) {
+    /* Everything had been matched before this wait (by an earlier call into MPI), and a note that came after
+     * it was not: one more look, which progresses MPI. (Where this wait progressed MPI itself, the notes that
+     * had come by then were matched with the data.) */
+    int flag = 0;
+    MPI_Status as;
+    if (MPI_Test(&req[n], &flag, &as) == MPI_SUCCESS && flag)
+      gave_up = as.MPI_SOURCE;
+  }
+  c->abort_req = req[n];
+  if (left == 0 && gave_up < 0)
+    return RMAOP_OK;
+  if (left == 0) /* everything came, but a peer gave up: its data may be of an exchange it abandoned */
+    return RMAOP_FAIL(ctx, RMAOP_ERR_REMOTE,
+                      "%s: rank %d gave up an exchange with this rank (a wait timed out or its context failed; its "
+                      "message says why), so rank %d stops too",
+                      what, gave_up, ctx->rank);
   int missing = -1;
   for (int i = 0; i < nrecv; ++i) {
     if (req[i] == MPI_REQUEST_NULL)
@@ -164,12 +231,28 @@ static rmaop_status wait_all(rmaop_ctx ctx, int n, int nrecv, const int *peers, 
 static rmaop_status ts_init(rmaop_ctx ctx) {
   ts_ctx *c = NULL;
   RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *c, "twosided context state", (void **)&c));
+  const int rc = MPI_Irecv(&c->abort_buf, 1, MPI_INT, MPI_ANY_SOURCE, TAG_ABORT, ctx->comm, &c->abort_req);
+  if (rc != MPI_SUCCESS) {
+    free(c);
+    return rmaop__mpi_error(ctx, rc, __FILE__, __LINE__, "MPI_Irecv(failure notes)");
+  }
   ctx->backend_data = c;
   return RMAOP_OK;
 }
 
 static void ts_fini(rmaop_ctx ctx) {
-  free(ctx->backend_data);
+  ts_ctx *c = ctx->backend_data;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (c && c->abort_req != MPI_REQUEST_NULL && !finalized) {
+    MPI_Cancel(&c->abort_req);
+    MPI_Wait(&c->abort_req, MPI_STATUS_IGNORE); /* a cancelled receive completes locally */
+  }
+  if (c) {
+    free(c->idx);
+    free(c->st);
+  }
+  free(c);
   ctx->backend_data = NULL;
 }
 
@@ -300,8 +383,9 @@ static rmaop_status ts_plan_setup(rmaop_plan plan) {
 
   rmaop_status st = RMAOP_OK;
   const size_t n = (size_t)nr + 2 * (size_t)ns;
-  RMAOP_CHECK_GOTO(rmaop__calloc(ctx, n ? n : 1, sizeof(MPI_Request), "twosided requests", (void **)&t->req), st, err);
-  for (size_t i = 0; i < n; ++i)
+  /* One more: wait_all's slot for the context's abort receive. */
+  RMAOP_CHECK_GOTO(rmaop__calloc(ctx, n + 1, sizeof(MPI_Request), "twosided requests", (void **)&t->req), st, err);
+  for (size_t i = 0; i <= n; ++i)
     t->req[i] = MPI_REQUEST_NULL;
   RMAOP_CHECK_GOTO(rmaop__calloc(ctx, n ? n : 1, sizeof(MPI_Status), "twosided statuses", (void **)&t->stat), st, err);
   RMAOP_CHECK_GOTO(rmaop__calloc(ctx, nr ? (size_t)nr : 1, sizeof(ts_msg), "twosided receive types", (void **)&t->rmsg),
@@ -400,11 +484,19 @@ static rmaop_status begin_failed(rmaop_plan plan, rmaop_status st, int nrecv_sta
     if (MPI_Start(&t->req[k]) != MPI_SUCCESS)
       break; /* nothing better to do: the wait below times out */
   }
-  for (int k = nsend_started; k < ns; ++k)
+  /* Persistent sends never started are inactive, which wait_all's MPI_Testsome would wait for forever: out of
+   * its view while it drains. */
+  MPI_Request unstarted[ns > 0 ? ns : 1];
+  for (int k = nsend_started; k < ns; ++k) {
     MPI_Isend(NULL, 0, MPI_BYTE, plan->send_peers[k], t->tag, ctx->comm, &t->req[nr + ns + k]);
+    unstarted[k] = t->req[nr + k];
+    t->req[nr + k] = MPI_REQUEST_NULL;
+  }
   rmaop__error_hold(ctx, 1); /* the first failure is the one to report */
   (void)wait_all(ctx, nr + 2 * ns, nr, plan->recv_peers, t->req, t->stat, "twosided plan (draining after a failure)");
   rmaop__error_hold(ctx, 0);
+  for (int k = nsend_started; k < ns; ++k)
+    t->req[nr + k] = unstarted[k];
   return st;
 }
 
@@ -472,8 +564,12 @@ static rmaop_status ts_plan_end(rmaop_plan plan) {
   rmaop_ctx ctx = plan->ctx;
   ts_plan *t = plan->backend_data;
   const int nr = plan->nrecv_peers, ns = plan->nsend_peers;
-  RMAOP_CHECK(
-      wait_all(ctx, nr + 2 * ns, nr, plan->recv_peers, t->req, t->stat, "twosided plan execution (MPI_Testall)"));
+  rmaop_status st = wait_all(ctx, nr + 2 * ns, nr, plan->recv_peers, t->req, t->stat, "twosided plan execution");
+  if (st == RMAOP_ERR_TIMEOUT || st == RMAOP_ERR_REMOTE) { /* the peers of this exchange learn at once */
+    send_abort(ctx, nr, plan->recv_peers);
+    send_abort(ctx, ns, plan->send_peers);
+  }
+  RMAOP_CHECK(st);
 
   /* A short message is a peer's failure note (see begin_failed): its own message says why. */
   for (int k = 0; k < nr; ++k) {
@@ -481,8 +577,8 @@ static rmaop_status ts_plan_end(rmaop_plan plan) {
     /* A message received through the indexed type is complete when it filled exactly one of it. */
     const int indexed = t->in_place[k] && !t->one[k];
     RMAOP_CHECK_MPI(ctx, MPI_Get_count(&t->stat[k], indexed ? t->rtype[k] : t->rmsg[k].type, &got));
-    if (got != (indexed ? 1 : t->rmsg[k].count))
-      return RMAOP_ERROR(ctx, RMAOP_ERR_REMOTE,
+    if (got != (indexed ? 1 : t->rmsg[k].count)) /* a peer gave up in the middle: the context failed */
+      return RMAOP_FAIL(ctx, RMAOP_ERR_REMOTE,
                          "plan \"%s\": rank %d sent %d of %d item(s) (%lld elements expected); it failed in "
                          "rmaop_plan_begin and its message says why",
                          plan->label ? plan->label : "plan", plan->recv_peers[k], got, t->rmsg[k].count,
@@ -523,7 +619,7 @@ static rmaop_status ts_reduce_begin(rmaop_ctx ctx, const double *in, double *out
 
 /* Blocking form: Open MPI's MPI_Allreduce is several times faster than MPI_Iallreduce + wait at small
  * counts (docs/PERFORMANCE.md), and a two-sided baseline should be what a user would write. It cannot
- * time out: MPI's blocking collectives wait inside MPI (rmaop.h, options.timeout). */
+ * time out: MPI's blocking collectives wait inside MPI (README, "Errors", lists it as not bounded). */
 static rmaop_status ts_reduce_blocking(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op) {
   RMAOP_REQUIRE_INT(ctx, count, "twosided reduction count");
   const MPI_Op mop = mpi_op(op);
@@ -538,9 +634,14 @@ static rmaop_status ts_reduce_end(rmaop_ctx ctx, void *preq) {
   if (!r)
     return RMAOP_OK;
   MPI_Status stat;
-  rmaop_status st = wait_all(ctx, 1, 0, NULL, &r->req, &stat, "MPI_Iallreduce (wait)");
-  /* A timed-out collective cannot be cancelled; the request is leaked rather than freed while active. */
-  if (st != RMAOP_ERR_TIMEOUT)
+  MPI_Request req[2] = {r->req, MPI_REQUEST_NULL};
+  rmaop_status st = wait_all(ctx, 1, 0, NULL, req, &stat, "MPI_Iallreduce (wait)");
+  r->req = req[0];
+  if (st == RMAOP_ERR_TIMEOUT || st == RMAOP_ERR_REMOTE)
+    for (int p = 0; p < ctx->size; ++p) /* every rank takes part in a reduction */
+      send_abort(ctx, 1, &p);
+  /* A collective that did not complete cannot be cancelled; the request is leaked rather than freed while active. */
+  if (r->req == MPI_REQUEST_NULL)
     free(r);
   return st;
 }

@@ -26,8 +26,8 @@ typedef struct {
   const char *backend;       /**< "rma" | "twosided" | "nccl"; RMAOP_BACKEND; default "rma" */
   const char *memory;        /**< "host" | "device"; RMAOP_MEMORY; default "host" */
   int trace;                 /**< RMAOP_TRACE_OFF | _ON | _SYNCED; RMAOP_TRACE; default off */
-  double timeout;            /**< seconds a wait on a peer may last (rma lock mode's flag waits; MPI's own
-                                  fence and PSCW block inside MPI); RMAOP_TIMEOUT; default 300 */
+  double timeout;            /**< seconds a wait on a peer may last (then RMAOP_ERR_TIMEOUT: README, "Errors");
+                                  RMAOP_TIMEOUT; default 300 */
   /** The rma backend's options (checked whatever the backend; the public window API reads them too). */
   struct {
     const char *sync;      /**< "fence" | "pscw" | "lock"; RMAOP_RMA_SYNC; default "lock" */
@@ -48,6 +48,12 @@ void rmaop_ctx_options_init(rmaop_ctx_options *opts);
  * current GPU; rmaop_ctx_destroy() makes the GPU that was current before the creation current again. A
  * thread that uses contexts on different GPUs at the same time makes a context's GPU current
  * (cudaSetDevice) before calling it.
+ * A context fails when one of its exchanges does: a wait for a peer gave up (RMAOP_ERR_TIMEOUT, after
+ * @p opts->timeout), or a peer gave one up (RMAOP_ERR_REMOTE naming it; not the REMOTE of an argument
+ * agreement, after which all ranks are still in step). From then on every communicating call on it returns
+ * RMAOP_ERR_STATE, naming that failure, without communicating or writing its outputs; local calls work.
+ * Destroy its objects and the context on every rank; the destroys do not wait for a failed peer (collective
+ * MPI frees are skipped, those windows leaked). There is no recovery: create a new context.
  * @return RMAOP_ERR_ARG for an unknown name (the message lists the valid ones), RMAOP_ERR_UNSUPPORTED for
  *         a backend not built in, RMAOP_ERR_MPI. On failure no context exists: read the message with
  *         rmaop_ctx_last_error(NULL).
@@ -56,7 +62,8 @@ rmaop_status rmaop_ctx_create(MPI_Comm comm, const rmaop_ctx_options *opts, rmao
 /** rmaop_ctx_create() on the communicator whose Fortran handle is @p comm (MPI_Comm_c2f; mpi4py's
  *  Comm.py2f()): how bindings that cannot name the C handle type (Python's ctypes) pass a communicator. */
 rmaop_status rmaop_ctx_create_f(MPI_Fint comm, const rmaop_ctx_options *opts, rmaop_ctx *ctx);
-/** Frees a context and sets *ctx to NULL. Collective. Every object made from it must be freed first. */
+/** Frees a context and sets *ctx to NULL. Collective. Every object made from it must be freed first. On a
+ *  failed context it waits for no peer (see rmaop_ctx_create). */
 void rmaop_ctx_destroy(rmaop_ctx *ctx);
 /** The last error message of @p ctx, or of the process when @p ctx is NULL ("" when none). Not collective. */
 const char *rmaop_ctx_last_error(rmaop_ctx ctx);

@@ -22,7 +22,7 @@ extern "C" {
  * y = A x. Collective (neighbor-collective for stencils). Arguments are checked on each rank without a
  * reduction (an allreduce per application would double a latency-bound solver's cost): with bad
  * arguments on one rank only, that rank returns RMAOP_ERR_ARG and its neighbours fail with
- * RMAOP_ERR_TIMEOUT in rma lock mode, or wait inside MPI on the other paths. Pass the same kind of
+ * RMAOP_ERR_TIMEOUT after the context's timeout (their context is then failed). Pass the same kind of
  * arguments on every rank. @p x lives on the model layout, @p y on the data
  * layout, both of the operator's dtype. @p x is not modified; @p y is overwritten.
  */

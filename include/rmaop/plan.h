@@ -93,6 +93,7 @@ rmaop_status rmaop_win_create(rmaop_ctx ctx, void *base, size_t bytes, rmaop_win
  * Opens an access/exposure epoch. @p targets: ranks this rank will put to / get from; @p origins: ranks
  * that will put to / get from this rank. Fence: collective over the context. PSCW and lock:
  * neighbor-collective with exactly those groups. After it, this rank may put/get to @p targets.
+ * Begin and end wait at most the context's timeout for the peers (RMAOP_ERR_TIMEOUT naming them).
  */
 rmaop_status rmaop_win_epoch_begin(rmaop_win win, int ntargets, const int *targets, int norigins, const int *origins);
 /** Puts @p bytes from @p origin to @p target's window at byte displacement @p disp. Inside an epoch. */
@@ -104,7 +105,9 @@ rmaop_status rmaop_win_get(rmaop_win win, void *origin, size_t bytes, int target
 rmaop_status rmaop_win_epoch_end(rmaop_win win);
 /** Transport used towards @p peer ("shm", "mpi", "ipc", "self"). */
 rmaop_status rmaop_win_peer_transport(rmaop_win win, int peer, rmaop_transport *transport);
-/** Frees a window (and memory from rmaop_win_allocate). Collective. Sets *win to NULL. */
+/** Frees a window (and memory from rmaop_win_allocate). Collective: waits at most the context's timeout for
+ *  the other ranks; on a failed context, or when one does not come, the MPI window and its memory are leaked
+ *  (a late peer may still write there) instead of freed. Sets *win to NULL. */
 void rmaop_win_destroy(rmaop_win *win);
 
 /* ------------------------------------------------------------------------------------------------ */

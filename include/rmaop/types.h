@@ -25,7 +25,9 @@ typedef enum {
   RMAOP_ERR_NOMEM,       /**< an allocation failed */
   RMAOP_ERR_TIMEOUT,     /**< a wait for a peer exceeded the context's timeout */
   RMAOP_ERR_REMOTE,      /**< another rank failed in this collective call; its message says why */
-  RMAOP_ERR_INTERNAL     /**< a bug in rmaop; please report it with the message */
+  RMAOP_ERR_INTERNAL,    /**< a bug in rmaop; please report it with the message */
+  RMAOP_ERR_STATE        /**< the context failed earlier (RMAOP_ERR_TIMEOUT, or RMAOP_ERR_REMOTE from a peer
+                              that gave up an exchange); the message names that failure. Destroy the context */
 } rmaop_status;
 
 /** Static name of a status ("RMAOP_ERR_ARG", ...). Not collective. */

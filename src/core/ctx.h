@@ -64,6 +64,11 @@ struct rmaop_ctx_s {
   int mpi_cuda_aware;   /* the MPI library accepts device pointers (MPIX_Query_cuda_support at creation) */
   char last_error[1024];
   int error_held;       /* rmaop__error_hold: > 0 keeps last_error */
+  /* A failed exchange (a wait timed out, or a peer gave up in the middle of one: src/core/error.c) leaves peers in
+   * unknown epochs, so every later communicating call returns RMAOP_ERR_STATE quoting `failure`, and destroys free
+   * nothing that a collective MPI call would have to free (rma/win.c). */
+  rmaop_status failed;  /* RMAOP_OK, or the status of the first failure */
+  char failure[768];    /* its message */
 };
 
 

@@ -15,16 +15,44 @@ static const char *base_name(const char *path) {
   return slash ? slash + 1 : path;
 }
 
-rmaop_status rmaop__error(rmaop_ctx ctx, rmaop_status status, const char *file, int line, const char *fmt, ...) {
+static rmaop_status record(rmaop_ctx ctx, rmaop_status status, int fails, const char *file, int line, const char *fmt,
+                           va_list ap) {
   char msg[900];
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
   snprintf(process_last_error, sizeof process_last_error, "%s: %s [%s:%d]", rmaop_status_string(status), msg,
            base_name(file), line);
   if (ctx && !ctx->error_held) memcpy(ctx->last_error, process_last_error, sizeof ctx->last_error);
+  if (ctx && fails && ctx->failed == RMAOP_OK) {
+    ctx->failed = status;
+    const size_t n = strnlen(process_last_error, sizeof ctx->failure - 1); /* the start says what and where */
+    memcpy(ctx->failure, process_last_error, n);
+    ctx->failure[n] = '\0';
+  }
   return status;
+}
+
+rmaop_status rmaop__error(rmaop_ctx ctx, rmaop_status status, const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  /* Every timeout is a wait for a peer that gave up: the peers' epochs are unknown from here on. */
+  record(ctx, status, status == RMAOP_ERR_TIMEOUT, file, line, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+rmaop_status rmaop__fail(rmaop_ctx ctx, rmaop_status status, const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  record(ctx, status, 1, file, line, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+rmaop_status rmaop__state_error(rmaop_ctx ctx, const char *fn) {
+  return RMAOP_ERROR(ctx, RMAOP_ERR_STATE,
+                     "%s: the context failed in an earlier call and must be destroyed (rmaop_ctx_destroy on every "
+                     "rank; create a new one to go on). The failure: %s",
+                     fn, ctx->failure);
 }
 
 void rmaop__error_hold(rmaop_ctx ctx, int hold) {
@@ -52,11 +80,14 @@ const char *rmaop_status_string(rmaop_status status) {
   case RMAOP_ERR_TIMEOUT: return "RMAOP_ERR_TIMEOUT";
   case RMAOP_ERR_REMOTE: return "RMAOP_ERR_REMOTE";
   case RMAOP_ERR_INTERNAL: return "RMAOP_ERR_INTERNAL";
+  case RMAOP_ERR_STATE: return "RMAOP_ERR_STATE";
   }
   return "RMAOP_ERR_(unknown)";
 }
 
 rmaop_status rmaop__agree(rmaop_ctx ctx, rmaop_status local, const char *where) {
+  /* A failed context communicates no more: every collective call that agrees on its arguments stops here. */
+  RMAOP_REQUIRE_USABLE(ctx, where);
   int bad = local != RMAOP_OK, nbad = 0;
   RMAOP_CHECK_MPI(ctx, MPI_Allreduce(&bad, &nbad, 1, MPI_INT, MPI_SUM, ctx->comm));
   if (local != RMAOP_OK) return local;
@@ -68,6 +99,7 @@ rmaop_status rmaop__agree(rmaop_ctx ctx, rmaop_status local, const char *where) 
 
 rmaop_status rmaop__same_everywhere(rmaop_ctx ctx, const int64_t *v, int n, const char *const names[], const char *fn) {
   enum { MAXV = 32 };
+  RMAOP_REQUIRE_USABLE(ctx, fn);
   RMAOP_REQUIRE(ctx, n >= 0 && n <= MAXV, RMAOP_ERR_INTERNAL, "%s: %d values to compare (at most %d)", fn, n, MAXV);
   int64_t mine[2 * MAXV] = {0}, r[2 * MAXV]; /* max of v and of -v: both ends of every value's range */
   for (int i = 0; i < n; ++i) mine[i] = v[i], mine[n + i] = v[i] == INT64_MIN ? INT64_MAX : -v[i];

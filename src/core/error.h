@@ -31,6 +31,21 @@ void rmaop__error_hold(rmaop_ctx ctx, int hold);
 
 #define RMAOP_ERROR(ctx, status, ...) rmaop__error((ctx), (status), __FILE__, __LINE__, __VA_ARGS__)
 
+/* A failed exchange. rmaop__error marks the context failed on its own for RMAOP_ERR_TIMEOUT (a wait for a peer
+ * gave up); RMAOP_FAIL records an error and marks the context failed whatever the status: RMAOP_ERR_REMOTE where a
+ * peer gave up in the middle of an exchange (not where ranks agreed on an argument error: that leaves every rank
+ * in step). Only the first failure is kept (ctx->failure). */
+rmaop_status rmaop__fail(rmaop_ctx ctx, rmaop_status status, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+#define RMAOP_FAIL(ctx, status, ...) rmaop__fail((ctx), (status), __FILE__, __LINE__, __VA_ARGS__)
+/* RMAOP_ERR_STATE for the call `fn` on a failed context, quoting the failure. */
+rmaop_status rmaop__state_error(rmaop_ctx ctx, const char *fn);
+/* Returns RMAOP_ERR_STATE from a communicating call `fn` when its context failed earlier. */
+#define RMAOP_REQUIRE_USABLE(ctx, fn)                                       \
+  do {                                                                      \
+    if ((ctx)->failed != RMAOP_OK) return rmaop__state_error((ctx), (fn));  \
+  } while (0)
+
 /* Propagates a failing status without adding a message. */
 #define RMAOP_CHECK(expr)                      \
   do {                                         \

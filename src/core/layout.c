@@ -21,6 +21,7 @@ static rmaop_status layout_alloc(rmaop_ctx ctx, rmaop_layout_kind kind, rmaop_la
 
 rmaop_status rmaop_layout_create(rmaop_ctx ctx, rmaop_layout_kind kind, int64_t global_n, rmaop_layout *out) {
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_layout_create: ctx is NULL");
+  RMAOP_REQUIRE_USABLE(ctx, "rmaop_layout_create");
   rmaop_status st = RMAOP_OK;
   if (out == NULL)
     st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_layout_create: layout (output) is NULL");
@@ -56,6 +57,7 @@ rmaop_status rmaop_layout_create(rmaop_ctx ctx, rmaop_layout_kind kind, int64_t 
 
 rmaop_status rmaop_layout_create_local(rmaop_ctx ctx, int64_t local_n, rmaop_layout *out) {
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_layout_create_local: ctx is NULL");
+  RMAOP_REQUIRE_USABLE(ctx, "rmaop_layout_create_local");
   rmaop_status st = RMAOP_OK;
   if (out == NULL) st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_layout_create_local: layout (output) is NULL");
 

@@ -301,6 +301,7 @@ out:
 
 rmaop_status rmaop_plan_create(rmaop_ctx ctx, const rmaop_plan_spec *spec, rmaop_plan *out) {
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_plan_create: ctx is NULL");
+  RMAOP_REQUIRE_USABLE(ctx, "rmaop_plan_create");
   RMAOP_CHECK(agree_spec(ctx, check_spec(ctx, spec, out), spec));
   rmaop_plan plan = NULL;
   rmaop_status st = rmaop__calloc(ctx, 1, sizeof *plan, "plan", (void **)&plan);
@@ -361,6 +362,7 @@ void rmaop_plan_destroy(rmaop_plan *pp) {
 rmaop_status rmaop_plan_begin(rmaop_plan plan, const void *src, void *dst, rmaop_mode mode) {
   RMAOP_REQUIRE(NULL, plan != NULL, RMAOP_ERR_ARG, "rmaop_plan_begin: plan is NULL");
   rmaop_ctx ctx = plan->ctx;
+  RMAOP_REQUIRE_USABLE(ctx, "rmaop_plan_begin");
   RMAOP_REQUIRE(ctx, !plan->active, RMAOP_ERR_ARG, "rmaop_plan_begin: plan \"%s\" is already active (call rmaop_plan_end)",
                 plan->label);
   RMAOP_REQUIRE(ctx, mode == RMAOP_INSERT || mode == RMAOP_ADD, RMAOP_ERR_ARG,
@@ -402,6 +404,8 @@ rmaop_status rmaop_plan_end(rmaop_plan plan) {
   rmaop_ctx ctx = plan->ctx;
   RMAOP_REQUIRE(ctx, plan->active, RMAOP_ERR_ARG, "rmaop_plan_end: plan \"%s\" was not begun", plan->label);
   plan->active = 0;
+  /* Its staging may hold anything a peer put there before giving up: nothing of it reaches dst. */
+  RMAOP_REQUIRE_USABLE(ctx, "rmaop_plan_end");
   if (ctx->trace_on) rmaop__trace_sync_start(ctx); /* a late peer's overlapped work is not this call's messaging */
   const double t0 = rmaop__wtime();
   RMAOP_CHECK(ctx->backend->plan_end(plan));

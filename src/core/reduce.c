@@ -104,6 +104,7 @@ rmaop_status rmaop__reduce_flagged_begin(rmaop_ctx ctx, rmaop_status local, cons
                                          rmaop_redop op, const char *label, int local_only,
                                          rmaop_status (*finish)(rmaop_request), void *result, int nresult,
                                          rmaop_request *req) {
+  RMAOP_REQUIRE_USABLE(ctx, label);
   rmaop_request r = NULL;
   RMAOP_CHECK(request_new(ctx, label, np + 1, &r));
   r->has_flag = 1;
@@ -141,6 +142,12 @@ rmaop_status rmaop_request_wait(rmaop_request *preq) {
   rmaop_request r = *preq;
   rmaop_ctx ctx = r->ctx;
   rmaop_status st = RMAOP_OK;
+  if (ctx->failed != RMAOP_OK) { /* begun before the failure: whatever arrived since is no result */
+    st = rmaop__state_error(ctx, r->label);
+    *preq = NULL;
+    request_free(r);
+    return st;
+  }
   /* As in rmaop_plan_end; a deferred reduction was synchronized by its start, just before. */
   if (ctx->trace_on && r->started) rmaop__trace_sync_start(ctx);
   const double t0 = rmaop__wtime();
@@ -215,6 +222,7 @@ static rmaop_status gather_plan(rmaop_ctx ctx, int64_t count, int *slot) {
 }
 
 rmaop_status rmaop__allreduce_device(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op) {
+  RMAOP_REQUIRE_USABLE(ctx, "device reduction");
   if (count == 0) return RMAOP_OK;
   if (ctx->backend->reduce_device) {
     int done = 0;

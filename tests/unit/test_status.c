@@ -20,6 +20,7 @@ START_TEST(test_every_status_has_its_name) {
       {RMAOP_ERR_TIMEOUT, "RMAOP_ERR_TIMEOUT"},
       {RMAOP_ERR_REMOTE, "RMAOP_ERR_REMOTE"},
       {RMAOP_ERR_INTERNAL, "RMAOP_ERR_INTERNAL"},
+      {RMAOP_ERR_STATE, "RMAOP_ERR_STATE"},
   };
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i)
     ck_assert_str_eq(rmaop_status_string(all[i].s), all[i].name);
