@@ -436,8 +436,17 @@ void rma__ipc_free(rmaop_win w) {
     (void)launch_batch(w); /* what the last step left (an error stays recorded in the context) */
     (void)rmaop__dev_drain(w->ctx, "rma ipc window free");
     const int drained = cudaStreamQuery(STREAM(w)) == cudaSuccess;
-    MPI_Barrier(w->ctx->comm);
-    if (!drained)
+    /* Bounded like every wait: a peer whose context failed leaks its windows and never comes here, so after
+     * the context's timeout this rank leaks its mappings too (the barrier stays pending; nothing follows it
+     * on this communicator but the context's own end). */
+    MPI_Request rq;
+    int met = 0;
+    if (MPI_Ibarrier(w->ctx->comm, &rq) != MPI_SUCCESS)
+      return;
+    const double deadline = MPI_Wtime() + w->ctx->timeout;
+    while (!met && MPI_Wtime() < deadline)
+      MPI_Test(&rq, &met, MPI_STATUS_IGNORE);
+    if (!drained || !met)
       return;
   }
   for (int r = 0; r < w->size; ++r) {
