@@ -25,6 +25,20 @@ def check_all(ok, msg=""):
         pytest.fail(f"ranks {ranks}: {msg}")
 
 
+def raises_all(exc, fn, *args, **kw):
+    """fn raises ``exc`` on every rank (checked collectively)."""
+    try:
+        fn(*args, **kw)
+        got = None
+    except exc as e:  # noqa: PERF203
+        got = e
+    except Exception as e:  # noqa: BLE001
+        check_all(False, f"raised {type(e).__name__}: {e}, expected {exc}")
+        return None
+    check_all(got is not None, f"did not raise {exc}")
+    return got
+
+
 def rel_err(a, b):
     a, b = np.asarray(a), np.asarray(b)
     num = comm.allreduce(float(np.sum(np.abs(a - b) ** 2)))

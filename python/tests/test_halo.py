@@ -8,7 +8,7 @@ import pytest
 from pylops_mpi import DistributedArray
 
 import rmaop
-from conftest import DTYPES, RTOL, allclose_all, check_all, comm, rand
+from conftest import DTYPES, RTOL, allclose_all, check_all, comm, rand, raises_all
 
 P, R = comm.Get_size(), comm.Get_rank()
 CGLS_RTOL = {k: v * 100 for k, v in RTOL.items()}
@@ -47,20 +47,6 @@ def data(Ref, dtype, seed):
     off = sum(sizes[:R])
     y[:] = full[off:off + sizes[R]]
     return y
-
-
-def raises_all(exc, fn, *args, **kw):
-    """fn raises ``exc`` on every rank (checked collectively)."""
-    try:
-        fn(*args, **kw)
-        got = None
-    except exc as e:  # noqa: PERF203
-        got = e
-    except Exception as e:  # noqa: BLE001
-        check_all(False, f"raised {type(e).__name__}: {e}, expected {exc}")
-        return None
-    check_all(got is not None, f"did not raise {exc}")
-    return got
 
 
 class ExactHalo(pylops_mpi.MPILinearOperator):

@@ -11,7 +11,7 @@ from pylops_mpi import DistributedArray, Partition, StackedDistributedArray
 from pylops_mpi.signalprocessing import MPIFredholm1 as PMFredholm1
 
 import rmaop
-from conftest import DTYPES, RTOL, allclose_all, check_all, comm, rand
+from conftest import DTYPES, RTOL, allclose_all, check_all, comm, rand, raises_all
 
 P, R = comm.Get_size(), comm.Get_rank()
 # pylops_mpi.cgls after 5 iterations: both runs use the same solver code, the operators differ in rounding only
@@ -63,20 +63,6 @@ def cgls_same(Op, Ref, y, x0, dtype, what):
     xo = pylops_mpi.cgls(Op, y, x0, niter=5)[0]
     xr = pylops_mpi.cgls(Ref, y, x0, niter=5)[0]
     allclose_all(local(xo), local(xr), CGLS_RTOL[np.dtype(dtype)], f"{what} cgls")
-
-
-def raises_all(exc, fn, *args, **kw):
-    """fn raises ``exc`` on every rank (checked collectively)."""
-    try:
-        fn(*args, **kw)
-        got = None
-    except exc as e:  # noqa: PERF203
-        got = e
-    except Exception as e:  # noqa: BLE001
-        check_all(False, f"raised {type(e).__name__}: {e}, expected {exc}")
-        return None
-    check_all(got is not None, f"did not raise {exc}")
-    return got
 
 
 # ---- per-rank PyLops operators ----------------------------------------------------------------------------------
