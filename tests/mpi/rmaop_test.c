@@ -2,10 +2,12 @@
 #include "rmaop_test.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int rt_rank = 0, rt_size = 1;
 const rmaop_dtype rt_dtypes[4] = {RMAOP_F32, RMAOP_F64, RMAOP_C64, RMAOP_C128};
@@ -177,4 +179,27 @@ double _Complex rt_round(rmaop_dtype dtype, double _Complex z) {
   double _Complex tmp[1];
   rt_store(dtype, tmp, 0, z);
   return rt_load(dtype, tmp, 0);
+}
+
+static char rt__watchdog_msg[256];
+
+static void rt__on_alarm(int sig) {
+  (void)sig;
+  ssize_t n = write(STDERR_FILENO, rt__watchdog_msg, strlen(rt__watchdog_msg));
+  (void)n;
+  _exit(3);
+}
+
+void rt_watchdog(int seconds, const char *what) {
+  if (seconds <= 0) {
+    alarm(0);
+    return;
+  }
+  snprintf(rt__watchdog_msg, sizeof rt__watchdog_msg,
+           "%s: a rank did not return within the watchdog's %d s (hang)\n", what ? what : "test", seconds);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = rt__on_alarm;
+  sigaction(SIGALRM, &sa, NULL);
+  alarm((unsigned)seconds);
 }

@@ -23,6 +23,9 @@ int rt_main(int argc, char **argv, Suite *(*make_suite)(void));
 rmaop_ctx rt_ctx(void);
 /* 1 when the tests run on device memory (RMAOP_MEMORY=device): local arrays are GPU memory then. */
 int rt_device(void);
+/* Arms a watchdog: after @p seconds the process writes "@p what: a rank did not return within the watchdog's N s
+ * (hang)" to stderr and exits with status 3, so a hang fails fast. rt_watchdog(0, NULL) disarms it. */
+void rt_watchdog(int seconds, const char *what);
 
 /* Collective assertion: fails on every rank when `ok` is false on any rank. The failing ranks print the
  * formatted message (with their rank) to stderr; the Check message names file:line. */

@@ -14,7 +14,6 @@
  *              (RMAOP_ERR_REMOTE: the others gave up; or its own timeout), never RMAOP_OK with data of an
  *              epoch the others abandoned. Then every rank is failed.
  * A watchdog (alarm) turns a hang into a quick failure. Needs 2+ ranks. */
-#include <signal.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,23 +22,6 @@
 
 enum { WATCHDOG_S = 30 };
 static const double timeout_s = 0.5;
-
-static void on_alarm(int sig) {
-  static const char msg[] = "test_failure: a rank did not return within the watchdog's 30 s: a wait or a destroy is "
-                            "not bounded by the context's timeout (hang)\n";
-  (void)sig;
-  ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
-  (void)n;
-  _exit(3);
-}
-
-static void watchdog(int seconds) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_alarm;
-  sigaction(SIGALRM, &sa, NULL);
-  alarm((unsigned)seconds);
-}
 
 static void sleep_s(double s) {
   struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
@@ -196,7 +178,7 @@ static void scenario(int ex, int straggler) {
     destroy_all(&f);
     return;
   }
-  watchdog(WATCHDOG_S);
+  rt_watchdog(WATCHDOG_S, "test_failure: a wait or a destroy is not bounded by the context's timeout");
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = MPI_Wtime();
   rmaop_status st = RMAOP_OK;
@@ -219,7 +201,7 @@ static void scenario(int ex, int straggler) {
   /* Rank 0 after "absent" has seen nothing fail: it destroys its objects straight away. */
   after_failure(&f, rt_rank != 0 || straggler);
   destroy_all(&f);
-  alarm(0);
+  rt_watchdog(0, NULL);
 }
 
 START_TEST(test_plan_absent) {

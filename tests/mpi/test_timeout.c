@@ -4,7 +4,6 @@
  * after about the timeout, not hang. A watchdog turns a hang into a quick failure. Needs 2+ ranks.
  * On device memory (label gpu) the plan's waits are on the stream, so the error comes from the next
  * synchronization (rmaop_ctx_synchronize): the ipc transport's kernel wait gives up after the timeout. */
-#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -12,15 +11,6 @@
 
 enum { WATCHDOG_S = 8 };
 static const double timeout_s = 0.5;
-
-static void on_alarm(int sig) {
-  static const char msg[] = "test_timeout: a rank did not return within the watchdog's 8 s: the context's "
-                            "timeout is not honoured on this path (hang)\n";
-  (void)sig;
-  ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
-  (void)n;
-  _exit(3);
-}
 
 START_TEST(test_plan_peer_absent) {
   rmaop_ctx_options o;
@@ -45,17 +35,13 @@ START_TEST(test_plan_peer_absent) {
   RT_OK(rmaop_plan_execute(plan, src, dst, RMAOP_INSERT)); /* everybody in step once */
   RT_OK(rmaop_ctx_synchronize(ctx));
 
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_alarm;
-  sigaction(SIGALRM, &sa, NULL);
-  alarm(WATCHDOG_S);
+  rt_watchdog(WATCHDOG_S, "test_timeout: the context's timeout is not honoured on this path");
   double t0 = MPI_Wtime();
   rmaop_status st = rmaop_plan_execute(plan, rt_rank == 0 ? NULL : src, dst, RMAOP_INSERT);
   if (st == RMAOP_OK && rt_device()) /* the waits are on the stream */
     st = rmaop_ctx_synchronize(ctx);
   double waited = MPI_Wtime() - t0;
-  alarm(0);
+  rt_watchdog(0, NULL);
   RT_CHECK(rt_rank == 0 ? st == RMAOP_ERR_ARG : st == RMAOP_ERR_TIMEOUT, "execute -> %s after %.2f s: %s",
            rmaop_status_string(st), waited, rmaop_ctx_last_error(NULL));
   RT_CHECK(rt_rank == 0 || (waited >= 0.9 * timeout_s && waited < 10 * timeout_s),
