@@ -591,8 +591,13 @@ static rmaop_status ts_plan_end(rmaop_plan plan) {
 
 /* ---- reductions ---------------------------------------------------------------------------------- */
 
+/* MPI works on the request's own buffers, not the caller's: after a timeout the collective stays active (it
+ * cannot be cancelled) and a rank that comes later completes it into them, so they are leaked with it. */
 typedef struct {
   MPI_Request req;
+  double *out;  /* the caller's */
+  int count;
+  double buf[]; /* [2 count]: in, out */
 } ts_reduce;
 
 static MPI_Op mpi_op(rmaop_redop op) {
@@ -605,27 +610,16 @@ static rmaop_status ts_reduce_begin(rmaop_ctx ctx, const double *in, double *out
   const MPI_Op mop = mpi_op(op);
   RMAOP_REQUIRE(ctx, mop != MPI_OP_NULL, RMAOP_ERR_ARG, "reduction operation %d is not SUM, MAX or MIN", (int)op);
   ts_reduce *r = NULL;
-  RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *r, "twosided reduction request", (void **)&r));
-  /* MPI forbids aliased send and receive buffers: in == out is MPI_IN_PLACE. */
-  const void *send = (const void *)in == (const void *)out ? MPI_IN_PLACE : (const void *)in;
-  int rc = MPI_Iallreduce(send, out, (int)count, MPI_DOUBLE, mop, ctx->comm, &r->req);
+  RMAOP_CHECK(rmaop__malloc(ctx, sizeof *r + 2 * (size_t)count * sizeof(double), "twosided reduction request",
+                            (void **)&r));
+  r->out = out, r->count = (int)count;
+  memcpy(r->buf, in, (size_t)count * sizeof(double));
+  int rc = MPI_Iallreduce(r->buf, r->buf + count, (int)count, MPI_DOUBLE, mop, ctx->comm, &r->req);
   if (rc != MPI_SUCCESS) {
     free(r);
     return rmaop__mpi_error(ctx, rc, __FILE__, __LINE__, "MPI_Iallreduce");
   }
   *preq = r;
-  return RMAOP_OK;
-}
-
-/* Blocking form: Open MPI's MPI_Allreduce is several times faster than MPI_Iallreduce + wait at small
- * counts (docs/PERFORMANCE.md), and a two-sided baseline should be what a user would write. It cannot
- * time out: MPI's blocking collectives wait inside MPI (README, "Errors", lists it as not bounded). */
-static rmaop_status ts_reduce_blocking(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op) {
-  RMAOP_REQUIRE_INT(ctx, count, "twosided reduction count");
-  const MPI_Op mop = mpi_op(op);
-  RMAOP_REQUIRE(ctx, mop != MPI_OP_NULL, RMAOP_ERR_ARG, "reduction operation %d is not SUM, MAX or MIN", (int)op);
-  const void *send = (const void *)in == (const void *)out ? MPI_IN_PLACE : (const void *)in;
-  RMAOP_CHECK_MPI(ctx, MPI_Allreduce(send, out, (int)count, MPI_DOUBLE, mop, ctx->comm));
   return RMAOP_OK;
 }
 
@@ -640,6 +634,8 @@ static rmaop_status ts_reduce_end(rmaop_ctx ctx, void *preq) {
   if (st == RMAOP_ERR_TIMEOUT || st == RMAOP_ERR_REMOTE)
     for (int p = 0; p < ctx->size; ++p) /* every rank takes part in a reduction */
       send_abort(ctx, 1, &p);
+  if (st == RMAOP_OK)
+    memcpy(r->out, r->buf + r->count, (size_t)r->count * sizeof(double));
   /* A collective that did not complete cannot be cancelled; the request is leaked rather than freed while active. */
   if (r->req == MPI_REQUEST_NULL)
     free(r);
@@ -660,6 +656,5 @@ const rmaop_backend rmaop__twosided_backend = {
     .plan_end = ts_plan_end,
     .reduce_begin = ts_reduce_begin,
     .reduce_end = ts_reduce_end,
-    .reduce = ts_reduce_blocking,
     .reduce_transport = ts_reduce_transport,
 };

@@ -3,6 +3,7 @@
 #include "error.h"
 #include "ctx.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -85,11 +86,51 @@ const char *rmaop_status_string(rmaop_status status) {
   return "RMAOP_ERR_(unknown)";
 }
 
+rmaop_status rmaop__wait_bounded(rmaop_ctx ctx, MPI_Request *req, const char *what) {
+  double deadline = 0.0;
+  for (unsigned spin = 0;; ++spin) {
+    int done = 0;
+    RMAOP_CHECK_MPI(ctx, MPI_Test(req, &done, MPI_STATUS_IGNORE));
+    if (done) return RMAOP_OK;
+    if (spin < 256 || (spin & 63) != 63) continue; /* the first polls are tight: the peers are usually there */
+    const double now = rmaop__wtime();
+    if (deadline == 0.0) deadline = now + ctx->timeout;
+    if (now > deadline)
+      return RMAOP_ERROR(ctx, RMAOP_ERR_TIMEOUT,
+                         "%s: not every rank of the context joined its collective step within %.1f s (RMAOP_TIMEOUT); "
+                         "a rank did not call it, or is stuck elsewhere",
+                         what, ctx->timeout);
+    sched_yield(); /* ranks may outnumber cores */
+  }
+}
+
+rmaop_status rmaop__allreduce_bounded(rmaop_ctx ctx, const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
+                                      const char *what) {
+  /* The buffers MPI holds are on the heap and leaked on a timeout: a rank that comes later completes the
+   * collective into them, long after the caller's (stack) buffers are gone. */
+  int size = 0;
+  RMAOP_CHECK_MPI(ctx, MPI_Type_size(type, &size));
+  const size_t bytes = (size_t)count * (size_t)size;
+  char *buf = NULL;
+  RMAOP_CHECK(rmaop__malloc(ctx, 2 * bytes + 1, "bounded collective buffers", (void **)&buf));
+  memcpy(buf, in, bytes);
+  MPI_Request req = MPI_REQUEST_NULL;
+  int rc = MPI_Iallreduce(buf, buf + bytes, count, type, op, ctx->comm, &req);
+  if (rc != MPI_SUCCESS) {
+    free(buf);
+    return rmaop__mpi_error(ctx, rc, __FILE__, __LINE__, "MPI_Iallreduce");
+  }
+  RMAOP_CHECK(rmaop__wait_bounded(ctx, &req, what)); /* leaks buf on a timeout, on purpose */
+  memcpy(out, buf + bytes, bytes);
+  free(buf);
+  return RMAOP_OK;
+}
+
 rmaop_status rmaop__agree(rmaop_ctx ctx, rmaop_status local, const char *where) {
   /* A failed context communicates no more: every collective call that agrees on its arguments stops here. */
   RMAOP_REQUIRE_USABLE(ctx, where);
   int bad = local != RMAOP_OK, nbad = 0;
-  RMAOP_CHECK_MPI(ctx, MPI_Allreduce(&bad, &nbad, 1, MPI_INT, MPI_SUM, ctx->comm));
+  RMAOP_CHECK(rmaop__allreduce_bounded(ctx, &bad, &nbad, 1, MPI_INT, MPI_SUM, where));
   if (local != RMAOP_OK) return local;
   if (nbad > 0)
     return RMAOP_ERROR(ctx, RMAOP_ERR_REMOTE, "%s failed on %d other rank(s); their error messages say why", where,
@@ -103,7 +144,7 @@ rmaop_status rmaop__same_everywhere(rmaop_ctx ctx, const int64_t *v, int n, cons
   RMAOP_REQUIRE(ctx, n >= 0 && n <= MAXV, RMAOP_ERR_INTERNAL, "%s: %d values to compare (at most %d)", fn, n, MAXV);
   int64_t mine[2 * MAXV] = {0}, r[2 * MAXV]; /* max of v and of -v: both ends of every value's range */
   for (int i = 0; i < n; ++i) mine[i] = v[i], mine[n + i] = v[i] == INT64_MIN ? INT64_MAX : -v[i];
-  RMAOP_CHECK_MPI(ctx, MPI_Allreduce(mine, r, 2 * n, MPI_INT64_T, MPI_MAX, ctx->comm));
+  RMAOP_CHECK(rmaop__allreduce_bounded(ctx, mine, r, 2 * n, MPI_INT64_T, MPI_MAX, fn));
   for (int i = 0; i < n; ++i)
     RMAOP_REQUIRE(ctx, r[i] == -r[n + i], RMAOP_ERR_ARG, "%s: %s differs between ranks (from %lld to %lld)", fn, names[i],
                   (long long)-r[n + i], (long long)r[i]);

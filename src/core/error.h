@@ -46,6 +46,16 @@ rmaop_status rmaop__state_error(rmaop_ctx ctx, const char *fn);
     if ((ctx)->failed != RMAOP_OK) return rmaop__state_error((ctx), (fn));  \
   } while (0)
 
+/* MPI_Allreduce bounded by the context's timeout: MPI_Iallreduce polled until done or ctx->timeout passes,
+ * then RMAOP_ERR_TIMEOUT naming `what` (a rank did not call the collective), and the context is failed; the
+ * request and its (internal) buffers are left pending, never freed while active. Every argument agreement and collective creation of the
+ * library goes through it, so no collective call of rmaop waits forever for a rank that never comes. */
+rmaop_status rmaop__allreduce_bounded(rmaop_ctx ctx, const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
+                                      const char *what);
+/* The wait of a started nonblocking collective, bounded the same way. On a timeout the request stays active:
+ * the caller leaks the buffers it passed to MPI. */
+rmaop_status rmaop__wait_bounded(rmaop_ctx ctx, MPI_Request *req, const char *what);
+
 /* Propagates a failing status without adding a message. */
 #define RMAOP_CHECK(expr)                      \
   do {                                         \

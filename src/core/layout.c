@@ -32,7 +32,7 @@ rmaop_status rmaop_layout_create(rmaop_ctx ctx, rmaop_layout_kind kind, int64_t 
 
   /* One reduction checks that every rank passed the same kind and size and carries the failures. */
   int64_t v[5] = {st != RMAOP_OK, global_n, -global_n, (int64_t)kind, -(int64_t)kind}, r[5];
-  RMAOP_CHECK_MPI(ctx, MPI_Allreduce(v, r, 5, MPI_INT64_T, MPI_MAX, ctx->comm));
+  RMAOP_CHECK(rmaop__allreduce_bounded(ctx, v, r, 5, MPI_INT64_T, MPI_MAX, "rmaop_layout_create"));
   if (st != RMAOP_OK) return st;
   if (r[0]) return RMAOP_ERROR(ctx, RMAOP_ERR_REMOTE, "rmaop_layout_create failed on another rank; its message says why");
   if (r[1] != -r[2])
@@ -62,13 +62,18 @@ rmaop_status rmaop_layout_create_local(rmaop_ctx ctx, int64_t local_n, rmaop_lay
   if (out == NULL) st = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_layout_create_local: layout (output) is NULL");
 
   /* Every rank sees every size, so every rank can name the bad one itself. */
-  int64_t mine[2] = {st != RMAOP_OK, local_n}, *all = NULL;
-  RMAOP_CHECK(rmaop__calloc(ctx, 2 * (size_t)ctx->size, sizeof(int64_t), "size exchange", (void **)&all));
-  int rc = MPI_Allgather(mine, 2, MPI_INT64_T, all, 2, MPI_INT64_T, ctx->comm);
+  /* all[0..1] is this rank's entry, all[2..] every rank's: one heap block, leaked if the wait times out. */
+  int64_t *buf = NULL;
+  RMAOP_CHECK(rmaop__calloc(ctx, 2 * (size_t)ctx->size + 2, sizeof(int64_t), "size exchange", (void **)&buf));
+  int64_t *mine = buf, *all = buf + 2;
+  mine[0] = st != RMAOP_OK, mine[1] = local_n;
+  MPI_Request req = MPI_REQUEST_NULL;
+  int rc = MPI_Iallgather(mine, 2, MPI_INT64_T, all, 2, MPI_INT64_T, ctx->comm, &req);
   if (rc != MPI_SUCCESS) {
-    free(all);
-    return rmaop__mpi_error(ctx, rc, __FILE__, __LINE__, "MPI_Allgather(local sizes)");
+    free(buf);
+    return rmaop__mpi_error(ctx, rc, __FILE__, __LINE__, "MPI_Iallgather(local sizes)");
   }
+  RMAOP_CHECK(rmaop__wait_bounded(ctx, &req, "rmaop_layout_create_local"));
   int64_t total = 0;
   for (int p = 0; p < ctx->size && st == RMAOP_OK; ++p) {
     int64_t n = all[2 * p + 1];
@@ -94,7 +99,7 @@ rmaop_status rmaop_layout_create_local(rmaop_ctx ctx, int64_t local_n, rmaop_lay
     l->global_n = off;
     *out = l;
   }
-  free(all);
+  free(buf);
   return st;
 }
 

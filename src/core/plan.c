@@ -55,7 +55,7 @@ static rmaop_status check_spec(rmaop_ctx ctx, const rmaop_plan_spec *spec, rmaop
 static rmaop_status agree_spec(rmaop_ctx ctx, rmaop_status local, const rmaop_plan_spec *spec) {
   int64_t d = local == RMAOP_OK ? (int64_t)spec->dtype : 0;
   int64_t v[3] = {local != RMAOP_OK, local == RMAOP_OK ? d : INT64_MIN + 1, local == RMAOP_OK ? -d : INT64_MIN + 1}, r[3];
-  RMAOP_CHECK_MPI(ctx, MPI_Allreduce(v, r, 3, MPI_INT64_T, MPI_MAX, ctx->comm));
+  RMAOP_CHECK(rmaop__allreduce_bounded(ctx, v, r, 3, MPI_INT64_T, MPI_MAX, "rmaop_plan_create"));
   if (local != RMAOP_OK) return local;
   if (r[0]) return RMAOP_ERROR(ctx, RMAOP_ERR_REMOTE, "rmaop_plan_create failed on %lld other rank(s); their messages say why", (long long)r[0]);
   RMAOP_REQUIRE(ctx, r[1] == -r[2], RMAOP_ERR_ARG, "rmaop_plan_create: ranks passed different dtypes (%s here)",

@@ -95,7 +95,7 @@ static rmaop_status dev_capture(const dev_solver *v, void *exec[2], int *capture
   }
   const int refused = st == RMAOP_ERR_UNSUPPORTED && ctx->captured_plans == plans_before;
   int all_refused = 0;
-  RMAOP_CHECK_MPI(ctx, MPI_Allreduce(&refused, &all_refused, 1, MPI_INT, MPI_MIN, ctx->comm));
+  RMAOP_CHECK(rmaop__allreduce_bounded(ctx, &refused, &all_refused, 1, MPI_INT, MPI_MIN, "graph capture agreement"));
   if (refused) {
     rmaop__dev_graph_free(exec[0]), rmaop__dev_graph_free(exec[1]);
     exec[0] = exec[1] = NULL;
