@@ -227,6 +227,26 @@ class MPIBlockDiag(_BlockBase):
                          (sum(s[0] for s in self.local_shapes_n),), keep=(self._cb, ops))
 
 
+def _stack(ops, base_comm, dtype, axis, name):
+    """What MPIVStack (axis 0) and MPIHStack (axis 1) agree on: the ops' common extent along the other axis (the
+    same on every rank), this rank's extents along ``axis`` (their sum and PyLops-MPI's cumulative offsets), the
+    dtype, and the dense form when every op has one."""
+    ops = _ops_list(base_comm, ops, name)
+    common = [int(c) for cs in base_comm.allgather([int(op.shape[1 - axis]) for op in ops]) for c in cs]
+    if len(set(common)) > 1:
+        raise ValueError(f"Operators have different number of {'columns' if axis == 0 else 'rows'}")
+    if not common:
+        raise ValueError(f"rmaop: {name} needs at least one operator on some rank")
+    sizes = np.array([op.shape[axis] for op in ops], dtype=np.int64)
+    dtype = _agreed_dtype(base_comm, [op.dtype for op in ops], dtype)
+    denses = [_dense_of(op) for op in ops]
+    dense = None
+    if all(d is not None for d in denses):
+        empty = (0, common[0]) if axis == 0 else (common[0], 0)
+        dense = np.concatenate(denses, axis=axis) if denses else np.zeros(empty)
+    return ops, int(sizes.sum()), common[0], np.insert(np.cumsum(sizes), 0, 0), dtype, dense
+
+
 class MPIVStack(_BlockBase):
     """PyLops-MPI MPIVStack: every rank's ``ops`` stacked vertically. The model is BROADCAST (every op has the
     same number of columns on every rank), the data SCATTER (``local_shapes_n``); the adjoint sums every
@@ -236,26 +256,11 @@ class MPIVStack(_BlockBase):
 
     def __init__(self, ops, base_comm=MPI.COMM_WORLD, dtype=None, *, context=None, backend=None, sync=None,
                  transport=None, memory=None):
-        ops = _ops_list(base_comm, ops, "MPIVStack")
-        self.ops = ops
-        nops = np.array([op.shape[0] for op in ops], dtype=np.int64)
-        self.nops = int(nops.sum())
+        self.ops, self.nops, self.mops, self.nnops, dtype, dense = _stack(ops, base_comm, dtype, 0, "MPIVStack")
         self.local_shapes_n = base_comm.allgather((self.nops,))
-        cols = [int(c) for cs in base_comm.allgather([int(op.shape[1]) for op in ops]) for c in cs]
-        if len(set(cols)) > 1:
-            raise ValueError("Operators have different number of columns")
-        if not cols:
-            raise ValueError("rmaop: MPIVStack needs at least one operator on some rank")
-        self.mops = cols[0]
-        self.nnops = np.insert(np.cumsum(nops), 0, 0)
-        dtype = _agreed_dtype(base_comm, [op.dtype for op in ops], dtype)
         ctx = _core.resolve_context(context, base_comm, backend, sync, transport, memory)
-        denses = [_dense_of(op) for op in ops]
-        dense = None
-        if all(d is not None for d in denses):
-            dense = np.concatenate(denses, axis=0) if denses else np.zeros((0, self.mops))
-        h = self._build(ops, self.nops, self.mops, dense, dtype, ctx)
-        self._rmaop_init(ctx, h, (self.mops,), (sum(s[0] for s in self.local_shapes_n),), keep=(self._cb, ops))
+        h = self._build(self.ops, self.nops, self.mops, dense, dtype, ctx)
+        self._rmaop_init(ctx, h, (self.mops,), (sum(s[0] for s in self.local_shapes_n),), keep=(self._cb, self.ops))
 
 
 class MPIHStack(_BlockBase):
@@ -268,26 +273,11 @@ class MPIHStack(_BlockBase):
 
     def __init__(self, ops, base_comm=MPI.COMM_WORLD, dtype=None, *, context=None, backend=None, sync=None,
                  transport=None, memory=None):
-        ops = _ops_list(base_comm, ops, "MPIHStack")
-        self.ops = ops
-        rows = [int(c) for cs in base_comm.allgather([int(op.shape[0]) for op in ops]) for c in cs]
-        if len(set(rows)) > 1:
-            raise ValueError("Operators have different number of rows")
-        if not rows:
-            raise ValueError("rmaop: MPIHStack needs at least one operator on some rank")
-        self.nops = rows[0]
-        mops = np.array([op.shape[1] for op in ops], dtype=np.int64)
-        self.mops = int(mops.sum())
+        self.ops, self.mops, self.nops, self.mmops, dtype, dense = _stack(ops, base_comm, dtype, 1, "MPIHStack")
         self.local_shapes_m = base_comm.allgather((self.mops,))
-        self.mmops = np.insert(np.cumsum(mops), 0, 0)
-        dtype = _agreed_dtype(base_comm, [op.dtype for op in ops], dtype)
         ctx = _core.resolve_context(context, base_comm, backend, sync, transport, memory)
-        denses = [_dense_of(op) for op in ops]
-        dense = None
-        if all(d is not None for d in denses):
-            dense = np.concatenate(denses, axis=1) if denses else np.zeros((self.nops, 0))
-        h = self._build(ops, self.nops, self.mops, dense, dtype, ctx)
-        self._rmaop_init(ctx, h, (sum(s[0] for s in self.local_shapes_m),), (self.nops,), keep=(self._cb, ops))
+        h = self._build(self.ops, self.nops, self.mops, dense, dtype, ctx)
+        self._rmaop_init(ctx, h, (sum(s[0] for s in self.local_shapes_m),), (self.nops,), keep=(self._cb, self.ops))
 
 
 # ---- stacked operators over rmaop operators ------------------------------------------------------------------
