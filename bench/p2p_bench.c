@@ -3,6 +3,7 @@
  *
  *   mpiexec -n 2 rmaop-p2p-bench [--sync lock|fence|pscw] [--reps 50] [--reps-large 10] [--warmup 5]
  *                                [--lat-reps 1000] [--max-size 134217728] [--json FILE] [--ipc-path auto]
+ *                                [--dev-iters 1000] [--device-only] [--no-nvshmem]
  *
  * Sizes 8 B, 32 B, ..., 8 B x 4^k, ..., 128 MiB; device buffers (cudaMalloc) everywhere.
  *   raw IPC copy   rank 1's buffer is mapped on rank 0 through CUDA IPC (cudaIpcGetMemHandle, MPI,
@@ -26,6 +27,18 @@
  *   --ipc-path       the ipc transport's path for the two rmaop columns (auto | copy | kernel; default auto).
  *                  The 8 B latencies of rmaop are also measured on the other path (copy <-> kernel) in the
  *                  same run, on a second context and window, so the two are compared side by side.
+ *   device-initiated  (p2p_device.cu) one persistent kernel per rank, no host step: rank 0 puts m bytes into
+ *                  rank 1's window and signals (<rmaop/rmaop_device.cuh>: rmaop_dev_put_signal by one thread,
+ *                  rmaop_dev_put_signal_block by a block of 256), rank 1 waits and answers the same way;
+ *                  --dev-iters round trips per launch timed on the GPU's global timer after 100 untimed ones;
+ *                  half a round trip, median of --reps launches; 8 B, 64 B, 1 KiB, 64 KiB, and a bare signal
+ *                  (no payload). Beside it NVSHMEM's nvshmem_putmem_signal(_block) + nvshmem_signal_wait_until in
+ *                  the same kernel (p2p_nvshmem.cu; built when CMake finds NVSHMEM; --no-nvshmem skips it), and
+ *                  this run's NCCL and rmaop epoch/plan 8 B figures. Then a message-passing litmus: 32 blocks store
+ *                  8 KiB each per round, then one release per block (signal_add), one for the grid (the last
+ *                  block of an acq_rel counter), or none (relaxed stores: shows whether the release matters
+ *                  here; its mismatches are reported, not a failure); the peer's blocks check after their wait.
+ *                  --device-only runs this part alone.
  * Timing: every repetition starts after an MPI_Barrier; t = MPI_Wtime around the host-synchronized region;
  * a repetition counts as its slowest rank (MPI_MAX over ranks); warm-up excluded; median over
  * --reps repetitions (--reps-large for sizes >= 32 MiB). After each path and size rank 1 checks the first
@@ -75,6 +88,7 @@ static void *wbase;
 static rmaop_plan plan;
 static rmaop_plan ping, pong; /* 8 B, rank 0 -> 1 and rank 1 -> 0: the stream-ordered ping-pong */
 static int cur_batch = 1;
+static int dev_iters = 1000, dev_reps = 50; /* the device-initiated ping-pong: round trips per launch, launches */
 #ifdef RMAOP_BENCH_HAVE_NCCL
 static ncclComm_t nccl;
 #endif
@@ -417,11 +431,295 @@ static void json_str(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+/* ---- device-initiated ping-pong and litmus (p2p_device.cu, p2p_nvshmem.cu) ---- */
+
+size_t p2pd_litmus_bytes(int nblocks);
+int p2pd_pingpong(const rmaop_win_device *w, void *stream, int form, const void *src, size_t bytes, int warm, int iters,
+                  unsigned long long base, unsigned long long *out);
+int p2pd_litmus(const rmaop_win_device *w, void *stream, int mode, int rounds, int nblocks, unsigned *counter,
+                unsigned long long *out);
+#ifdef RMAOP_BENCH_HAVE_NVSHMEM
+size_t p2pn_uid_size(void);
+int p2pn_get_uid(void *uid, char *err, size_t errlen);
+int p2pn_init(int rank, int nranks, const void *uid, size_t max_bytes, char *err, size_t errlen);
+int p2pn_pingpong(int form, size_t bytes, int warm, int iters, double *seconds, int *bad, char *err, size_t errlen);
+void p2pn_fini(void);
+#endif
+
+enum { DEV_SIGNAL = 0, DEV_THREAD, DEV_BLOCK, NDFORM };     /* p2p_device.cu's and p2p_nvshmem.cu's forms */
+enum { LIB_RMAOP = 0, LIB_NVSHMEM, NDLIB };
+enum { LIT_ADD = 0, LIT_LAST, LIT_RELAXED, NLIT };         /* p2p_device.cu's litmus modes */
+enum { NDSIZE = 4, DEV_WARM = 100, LIT_ROUNDS = 1000, LIT_BLOCKS = 32 };
+static const size_t dev_sizes[NDSIZE] = {8, 64, 1024, 65536};
+#define DEV_MAX ((size_t)65536)
+static const char *const lit_name[NLIT] = {"signal_add by every block (a release per block)",
+                                           "signal by the last block of an acq_rel counter (one release)",
+                                           "no release (relaxed counter and signal store)"};
+
+typedef struct {
+  int iters, reps;
+  double half[NDLIB][NDFORM][NDSIZE]; /* rank 0: seconds per half round trip (median); 0: not measured */
+  int bad[NDLIB][NDFORM][NDSIZE];     /* a rank did not find the peer's bytes after the run */
+  char why[NDLIB][ERRLEN];            /* why a library's rows stopped ("" when they did not) */
+  long long litmus[NLIT];             /* mismatches; -1: not run */
+  char lit_why[ERRLEN];
+} devres;
+
+static rmaop_win dwin;
+static void *dbase;
+static unsigned char *dsrc;
+static unsigned long long *dout;
+
+/* One row of rmaop's ping-pong: both ranks, `reps` launches after one untimed. 0 on success (both agree). */
+static int dev_row_rmaop(const rmaop_win_device *h, void *st, int form, size_t m, devres *d, unsigned long long *next,
+                         double *half, int *bad, char *why) {
+  double *t = calloc((size_t)d->reps, sizeof *t);
+  int f = 0;
+  if (cudaMemset(dbase, 0, DEV_MAX) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess)
+    f = 1, snprintf(err, sizeof err, "clearing the window: %s", cudaGetErrorString(cudaGetLastError()));
+  f = agree(f, why); /* cleared on both ranks before either puts */
+  for (int r = -1; r < d->reps && !f; ++r) {
+    unsigned long long res[2] = {0, 0};
+    MPI_Barrier(MPI_COMM_WORLD);
+    cudaError_t e = cudaMemsetAsync(dout, 0, sizeof res, (cudaStream_t)st);
+    if (e == cudaSuccess)
+      e = (cudaError_t)p2pd_pingpong(h, st, form, dsrc, m, DEV_WARM, d->iters, *next, dout);
+    if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)st);
+    if (e == cudaSuccess) e = cudaMemcpy(res, dout, sizeof res, cudaMemcpyDeviceToHost);
+    *next += (unsigned long long)(DEV_WARM + d->iters);
+    int g = e != cudaSuccess || res[1] != 0;
+    if (e != cudaSuccess) snprintf(err, sizeof err, "device ping-pong (%zu B): %s", m, cudaGetErrorString(e));
+    else if (res[1]) snprintf(err, sizeof err, "device ping-pong (%zu B): a device-side wait gave up after the "
+                                               "context's timeout", m);
+    if (r >= 0) t[r] = 1e-9 * (double)res[0] / d->iters / 2;
+    f = agree(g, why);
+  }
+  if (!f) {
+    *half = rank == 0 ? median(t, d->reps) : 0;
+    int b = 0;
+    if (form != DEV_SIGNAL) { /* the last message here came from the peer */
+      unsigned char a = 0, z = 0;
+      const unsigned char want = (unsigned char)(0x20 + peer);
+      b = cudaMemcpy(&a, dbase, 1, cudaMemcpyDeviceToHost) != cudaSuccess ||
+          cudaMemcpy(&z, (char *)dbase + m - 1, 1, cudaMemcpyDeviceToHost) != cudaSuccess || a != want || z != want;
+    }
+    MPI_Allreduce(&b, bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  }
+  free(t);
+  return f;
+}
+
+#ifdef RMAOP_BENCH_HAVE_NVSHMEM
+static int dev_row_nvshmem(int form, size_t m, devres *d, double *half, int *bad, char *why) {
+  double *t = calloc((size_t)d->reps, sizeof *t);
+  int f = 0, b = 0;
+  for (int r = -1; r < d->reps && !f; ++r) {
+    double sec = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    const int g = p2pn_pingpong(form, m, DEV_WARM, d->iters, &sec, &b, err, sizeof err);
+    if (r >= 0) t[r] = sec / d->iters / 2;
+    f = agree(g, why);
+  }
+  if (!f) {
+    *half = rank == 0 ? median(t, d->reps) : 0;
+    MPI_Allreduce(&b, bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  }
+  free(t);
+  return f;
+}
+#endif
+
+/* One litmus mode on a window of its own (fresh signal words); *mismatches summed over both ranks. */
+static int dev_litmus(void *st, int mode, long long *mismatches, char *why) {
+  rmaop_win lw = NULL;
+  void *lbase = NULL;
+  rmaop_win_device h;
+  unsigned *counter = NULL;
+  unsigned long long res[2] = {0, 0};
+  int f = 0;
+  if (rmaop_win_allocate(ctx, p2pd_litmus_bytes(LIT_BLOCKS), &lw, &lbase) != RMAOP_OK ||
+      rmaop_win_device_handle(lw, &h) != RMAOP_OK)
+    f = 1, snprintf(err, sizeof err, "litmus window: %s", rmaop_ctx_last_error(ctx));
+  if (!f && (cudaMalloc((void **)&counter, LIT_ROUNDS * sizeof *counter) != cudaSuccess ||
+             cudaMemset(counter, 0, LIT_ROUNDS * sizeof *counter) != cudaSuccess ||
+             cudaMemset(dout, 0, sizeof res) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess))
+    f = 1, snprintf(err, sizeof err, "litmus set-up: %s", cudaGetErrorString(cudaGetLastError()));
+  f = agree(f, why);
+  if (!f) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    cudaError_t e = (cudaError_t)p2pd_litmus(&h, st, mode, LIT_ROUNDS, LIT_BLOCKS, counter, dout);
+    if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)st);
+    if (e == cudaSuccess) e = cudaMemcpy(res, dout, sizeof res, cudaMemcpyDeviceToHost);
+    int g = e != cudaSuccess || res[1] != 0;
+    if (g) snprintf(err, sizeof err, "litmus: %s", e != cudaSuccess ? cudaGetErrorString(e) : "a wait gave up");
+    f = agree(g, why);
+    long long mine = (long long)res[0];
+    MPI_Allreduce(&mine, mismatches, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  }
+  if (counter) cudaFree(counter);
+  if (lw) rmaop_win_destroy(&lw);
+  return f;
+}
+
+/* Every device-initiated measurement, into *d (rank 0's figures). Returns 1 when data arrived wrong anywhere on a
+ * path that promises it (the no-release litmus excepted). */
+static int device_section(devres *d, int nvshmem) {
+  memset(d, 0, sizeof *d);
+  for (int k = 0; k < NLIT; ++k) d->litmus[k] = -1;
+  d->iters = dev_iters, d->reps = dev_reps;
+  void *st = NULL;
+  rmaop_win_device h;
+  int f = 0, wrong_here = 0;
+  if (!ctx) f = 1, snprintf(err, sizeof err, "no rmaop context");
+  if (!f && (rmaop_ctx_get_stream(ctx, &st) != RMAOP_OK || rmaop_win_allocate(ctx, DEV_MAX, &dwin, &dbase) != RMAOP_OK ||
+             rmaop_win_device_handle(dwin, &h) != RMAOP_OK))
+    f = 1, snprintf(err, sizeof err, "%s", rmaop_ctx_last_error(ctx));
+  if (!f && (cudaMalloc((void **)&dsrc, DEV_MAX) != cudaSuccess || cudaMemset(dsrc, 0x20 + rank, DEV_MAX) != cudaSuccess ||
+             cudaMalloc((void **)&dout, 2 * sizeof *dout) != cudaSuccess))
+    f = 1, snprintf(err, sizeof err, "device buffers: %s", cudaGetErrorString(cudaGetLastError()));
+  if (agree(f, d->why[LIB_RMAOP])) {
+    snprintf(d->lit_why, ERRLEN, "%s", d->why[LIB_RMAOP]);
+    return 0;
+  }
+  unsigned long long next = 0; /* signal values used so far on dwin's words (the same on both ranks) */
+  int dead = 0;                /* a row failed (agreed: the same on both ranks, unlike the message) */
+  for (int form = 0; form < NDFORM && !dead; ++form)
+    for (int i = 0; i < (form == DEV_SIGNAL ? 1 : NDSIZE) && !dead; ++i) {
+      dead = dev_row_rmaop(&h, st, form, dev_sizes[i], d, &next, &d->half[LIB_RMAOP][form][i],
+                           &d->bad[LIB_RMAOP][form][i], d->why[LIB_RMAOP]);
+      wrong_here |= !dead && d->bad[LIB_RMAOP][form][i];
+    }
+#ifdef RMAOP_BENCH_HAVE_NVSHMEM
+  if (nvshmem) {
+    unsigned char uid[512];
+    int g = p2pn_uid_size() > sizeof uid;
+    if (g) snprintf(err, sizeof err, "NVSHMEM's unique id is larger than %zu bytes", sizeof uid);
+    if (!g && rank == 0) g = p2pn_get_uid(uid, err, sizeof err);
+    int g0 = g;
+    MPI_Bcast(&g0, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(uid, (int)sizeof uid, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (!g0) g = p2pn_init(rank, 2, uid, DEV_MAX, err, sizeof err);
+    const int up = !agree(g0 ? 1 : g, d->why[LIB_NVSHMEM]); /* else NVSHMEM stays as it is: its finalize is collective */
+    dead = !up;
+    for (int form = 0; form < NDFORM && !dead; ++form)
+      for (int i = 0; i < (form == DEV_SIGNAL ? 1 : NDSIZE) && !dead; ++i) {
+        dead = dev_row_nvshmem(form, dev_sizes[i], d, &d->half[LIB_NVSHMEM][form][i], &d->bad[LIB_NVSHMEM][form][i],
+                               d->why[LIB_NVSHMEM]);
+        wrong_here |= !dead && d->bad[LIB_NVSHMEM][form][i];
+      }
+    if (up) p2pn_fini();
+  } else {
+    snprintf(d->why[LIB_NVSHMEM], ERRLEN, "skipped (--no-nvshmem)");
+  }
+#else
+  (void)nvshmem;
+  snprintf(d->why[LIB_NVSHMEM], ERRLEN, "not built: CMake did not find NVSHMEM (RMAOP_NVSHMEM_HOME, or pip install "
+                                        "nvidia-nvshmem-cu13)");
+#endif
+  for (int k = 0; k < NLIT; ++k)
+    if (dev_litmus(st, k, &d->litmus[k], d->lit_why)) {
+      d->litmus[k] = -1;
+      break;
+    }
+  wrong_here |= d->litmus[LIT_ADD] > 0 || d->litmus[LIT_LAST] > 0;
+  return wrong_here;
+}
+
+static void print_device(const devres *d, const double lat_nccl, const double lat_epoch, const double plan_pp) {
+  static const char *const lib_name[NDLIB] = {"rmaop", "NVSHMEM"};
+  printf("device-initiated ping-pong: one persistent kernel per rank, %d round trips per launch after %d untimed, "
+         "GPU timer; half a round trip in us, median of %d launches; thread: one thread puts and signals, block: "
+         "256 threads put, one signals\n", d->iters, DEV_WARM, d->reps);
+  printf("%24s | %12s | %12s | %14s | %14s\n", "message", "rmaop thread", "rmaop block", "NVSHMEM thread",
+         "NVSHMEM block");
+  for (int row = 0; row <= NDSIZE; ++row) {
+    char label[32];
+    if (row == 0) snprintf(label, sizeof label, "signal only (no payload)");
+    else fmt_size(dev_sizes[row - 1], label, sizeof label);
+    printf("%24s", label);
+    for (int lib = 0; lib < NDLIB; ++lib)
+      for (int form = DEV_THREAD; form <= DEV_BLOCK; ++form) {
+        const int w = lib == LIB_RMAOP ? 12 : 14;
+        const int f = row == 0 ? DEV_SIGNAL : form, i = row == 0 ? 0 : row - 1;
+        if (row == 0 && form == DEV_BLOCK) printf(" | %*s", w, "-");
+        else if (d->half[lib][f][i] > 0) printf(" | %*.2f%s", w - 1, 1e6 * d->half[lib][f][i], d->bad[lib][f][i] ? "!" : " ");
+        else printf(" | %*s", w, "n/a");
+      }
+    printf("\n");
+  }
+  for (int lib = 0; lib < NDLIB; ++lib)
+    if (d->why[lib][0]) printf("%s device-initiated: n/a from here on: %s\n", lib_name[lib], d->why[lib]);
+  printf("('!': a rank did not find the peer's bytes in its window after that row)\n");
+  printf("this run, 8 B, half a round trip: NCCL send/recv %s%.2f us, rmaop epoch (host calls) %s%.2f us, rmaop "
+         "plan epochs (stream-ordered) %s%.2f us\n", lat_nccl > 0 ? "" : "n/a ", 1e6 * lat_nccl,
+         lat_epoch > 0 ? "" : "n/a ", 1e6 * lat_epoch, plan_pp > 0 ? "" : "n/a ", 1e6 * plan_pp);
+  printf("message-passing litmus, %d blocks x %d B per round into the peer, %d rounds each way, the peer's blocks "
+         "checking another block's words after their wait: mismatches\n", LIT_BLOCKS, 8192, LIT_ROUNDS);
+  for (int k = 0; k < NLIT; ++k) {
+    if (d->litmus[k] >= 0)
+      printf("  %-62s %lld%s\n", lit_name[k], d->litmus[k],
+             k == LIT_RELAXED ? (d->litmus[k] ? " (the release is observable here)" : " (no reordering observed)")
+                              : d->litmus[k] ? " WRONG" : "");
+    else
+      printf("  %-62s n/a\n", lit_name[k]);
+  }
+  if (d->lit_why[0]) printf("litmus: %s\n", d->lit_why);
+}
+
+static void json_device(FILE *f, const devres *d) {
+  static const char *const lib_key[NDLIB] = {"rmaop", "nvshmem"};
+  static const char *const form_key[NDFORM] = {"signal", "thread", "block"};
+  fprintf(f, " \"device_initiated\": {\"round_trips_per_launch\": %d, \"launches\": %d, \"half_round_trip_seconds\": {",
+          d->iters, d->reps);
+  for (int lib = 0; lib < NDLIB; ++lib) {
+    fprintf(f, "%s\"%s\": {\"error\": ", lib ? ", " : "", lib_key[lib]);
+    if (d->why[lib][0]) json_str(f, d->why[lib]);
+    else fprintf(f, "null");
+    for (int form = 0; form < NDFORM; ++form) {
+      fprintf(f, ", \"%s\": [", form_key[form]);
+      int first = 1;
+      for (int i = 0; i < (form == DEV_SIGNAL ? 1 : NDSIZE); ++i) {
+        if (d->half[lib][form][i] <= 0) continue;
+        fprintf(f, "%s{\"bytes\": %zu, \"seconds\": %.9g, \"check\": %s}", first ? "" : ", ",
+                form == DEV_SIGNAL ? (size_t)0 : dev_sizes[i], d->half[lib][form][i],
+                d->bad[lib][form][i] ? "false" : "true");
+        first = 0;
+      }
+      fprintf(f, "]");
+    }
+    fprintf(f, "}");
+  }
+  fprintf(f, "}, \"litmus_mismatches\": {\"add\": %lld, \"last_block\": %lld, \"no_release\": %lld}, "
+             "\"litmus_rounds\": %d, \"litmus_blocks\": %d},\n", d->litmus[LIT_ADD], d->litmus[LIT_LAST],
+          d->litmus[LIT_RELAXED], LIT_ROUNDS, LIT_BLOCKS);
+}
+
+/* Frees everything, finalizes MPI, returns `status` (main's exit status). */
+static int clean_up(int status) {
+  if (dwin) rmaop_win_destroy(&dwin);
+  if (dsrc) cudaFree(dsrc);
+  if (dout) cudaFree(dout);
+  if (win) rmaop_win_destroy(&win);
+  if (ctx) rmaop_ctx_destroy(&ctx);
+#ifdef RMAOP_BENCH_HAVE_NCCL
+  if (nccl) ncclCommDestroy(nccl);
+#endif
+  MPI_Barrier(MPI_COMM_WORLD); /* rank 1's buffer stays until rank 0 has unmapped it */
+  if (peer_rbuf) cudaIpcCloseMemHandle(peer_rbuf);
+  MPI_Barrier(MPI_COMM_WORLD);
+  cudaFree(sbuf);
+  cudaFree(rbuf);
+  cudaStreamDestroy(stream);
+  MPI_Finalize();
+  return status;
+}
+
 static void usage(void) {
   if (rank == 0)
     fprintf(stderr, "usage: mpiexec -n 2 rmaop-p2p-bench [--sync lock|fence|pscw] [--reps N] [--reps-large N]\n"
                     "                                  [--warmup N] [--lat-reps N] [--max-size BYTES] [--json FILE]\n"
-                    "                                  [--ipc-path auto|copy|kernel]\n");
+                    "                                  [--ipc-path auto|copy|kernel] [--dev-iters N] [--device-only]\n"
+                    "                                  [--no-nvshmem]\n");
 }
 
 /* Opens the rmaop context, window (max bytes) for paths PUT and PLAN; 0 on success. */
@@ -492,7 +790,9 @@ int main(int argc, char **argv) {
   static struct option longopts[] = {{"sync", 1, 0, 's'},     {"reps", 1, 0, 'r'},     {"reps-large", 1, 0, 'R'},
                                      {"warmup", 1, 0, 'w'},   {"lat-reps", 1, 0, 'l'}, {"max-size", 1, 0, 'M'},
                                      {"json", 1, 0, 'j'},     {"help", 0, 0, 'h'},     {"ipc-path", 1, 0, 'i'},
+                                     {"dev-iters", 1, 0, 'd'}, {"device-only", 0, 0, 'D'}, {"no-nvshmem", 0, 0, 'N'},
                                      {0, 0, 0, 0}};
+  int device_only = 0, nvshmem = 1;
   int bad_arg = 0;
   const char *me = "rmaop-p2p-bench";
   const int say = rank == 0;
@@ -506,6 +806,9 @@ int main(int argc, char **argv) {
     case 'M': bad_arg |= !bench_int_arg(me, "--max-size", optarg, 8, 1LL << 40, &max_size, say); break;
     case 'j': json = optarg; break;
     case 'i': snprintf(ipc_path, sizeof ipc_path, "%s", optarg); break;
+    case 'd': bench_opt_int(me, "--dev-iters", optarg, 1, 100000000, &dev_iters, &bad_arg, say); break;
+    case 'D': device_only = 1; break;
+    case 'N': nvshmem = 0; break;
     default: usage(); MPI_Finalize(); return c == 'h' ? 0 : 2;
     }
   }
@@ -521,6 +824,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   peer = 1 - rank;
+  dev_reps = reps;
   setenv("NCCL_NVLS_ENABLE", "0", 0); /* no NVLink multicast; a value from the caller wins */
 
   /* ---- GPU: node rank modulo the visible devices (the library's rule) ---- */
@@ -630,6 +934,31 @@ int main(int argc, char **argv) {
     }
   }
 
+  /* ---- --device-only: the device-initiated part alone ---- */
+  devres dres;
+  if (device_only) {
+    const int dwrong = device_section(&dres, nvshmem);
+    if (rank == 0) {
+      printf("rmaop-p2p-bench --device-only: 2 ranks; rank 0 on %s, rank 1 on %s; rmaop window over %s\n", devname[0],
+             devname[1], tr_name);
+      print_device(&dres, 0, 0, 0);
+      FILE *f = json ? fopen(json, "w") : NULL;
+      if (json && !f) fprintf(stderr, "rmaop-p2p-bench: cannot write %s\n", json);
+      if (f) {
+        fprintf(f, "{\"ranks\": 2, \"devices\": [");
+        json_str(f, devname[0]);
+        fprintf(f, ", ");
+        json_str(f, devname[1]);
+        fprintf(f, "],\n");
+        json_device(f, &dres);
+        fprintf(f, " \"device_only\": true}\n");
+        fclose(f);
+      }
+    }
+    fflush(stdout);
+    return clean_up(dwrong);
+  }
+
   /* ---- sizes x paths ---- */
   int wrong = 0;
   for (int i = 0; i < ns; ++i) {
@@ -734,6 +1063,9 @@ int main(int argc, char **argv) {
       col[PUT].alive && !other_path_latency(sync, other, lat_reps, other_lat,
                                             strcmp(other, "kernel") == 0 ? plan_graph : NULL, other_why);
 
+  /* ---- device-initiated: kernels that put and signal themselves ---- */
+  const int dwrong = device_section(&dres, nvshmem);
+
   /* ---- report ---- */
   const int last = ns - 1;
   const int have_bw_ratio = col[PUT].ran[last] && col[RAW].ran[last] && col[RAW].bw[last] > 0;
@@ -785,6 +1117,7 @@ int main(int argc, char **argv) {
              "ping-pong %.2f us\n", other, other, ipc_path, 1e6 * other_lat[0], 1e6 * other_lat[1], 1e6 * other_lat[2]);
     else
       printf("  the same three on the ipc %s path: n/a (%s)\n", other, other_why[0] ? other_why : "the put path did not run");
+    print_device(&dres, lat[NCCLP], lat[PUT], plan_pp);
     printf("acceptance:\n");
     if (have_bw_ratio)
       printf("  rmaop put bandwidth at %s / raw IPC copy bandwidth = %.3f / %.3f GB/s = %.3f (target >= 0.90): %s\n", big,
@@ -854,6 +1187,7 @@ int main(int argc, char **argv) {
             lat[RAW], lat[NCCLP], lat[PUT], lat[PLAN], plan_pp, ipc_path, other, other_ok ? other_lat[0] : 0.0,
             other_ok ? other_lat[1] : 0.0, other_ok ? other_lat[2] : 0.0, nccl_graph[0], nccl_graph[1], plan_graph[0],
             plan_graph[1], GRAPH_RT);
+        json_device(f, &dres);
         fprintf(f, " \"acceptance\": {\"put_over_raw_bw_at_max\": ");
         if (have_bw_ratio) fprintf(f, "%.6g, \"put_over_raw_bw_met\": %s", bw_ratio, bw_ratio >= 0.90 ? "true" : "false");
         else fprintf(f, "null, \"put_over_raw_bw_met\": null");
@@ -873,18 +1207,5 @@ int main(int argc, char **argv) {
   }
   fflush(stdout);
 
-  /* ---- clean-up ---- */
-  if (win) rmaop_win_destroy(&win);
-  if (ctx) rmaop_ctx_destroy(&ctx);
-#ifdef RMAOP_BENCH_HAVE_NCCL
-  if (nccl) ncclCommDestroy(nccl);
-#endif
-  MPI_Barrier(MPI_COMM_WORLD); /* rank 1's buffer stays until rank 0 has unmapped it */
-  if (peer_rbuf) cudaIpcCloseMemHandle(peer_rbuf);
-  MPI_Barrier(MPI_COMM_WORLD);
-  cudaFree(sbuf);
-  cudaFree(rbuf);
-  cudaStreamDestroy(stream);
-  MPI_Finalize();
-  return wrong ? 1 : 0;
+  return clean_up(wrong || dwrong ? 1 : 0);
 }

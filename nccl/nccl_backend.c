@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <sched.h>
+#include <stdio.h>
 
 #include "device/gpu_check.h"
 
@@ -47,6 +48,9 @@ typedef struct nc_slot {
 typedef struct {
   ncclComm_t comm;
   nc_slot *free_slots;
+  int aborted;       /* ncclCommAbort ran (nc_release): the communicator is gone */
+  int last_peers[8]; /* the peers of the last plan execution, for a timeout's message */
+  int nlast;         /* -1: the last exchange was an allreduce */
 } nc_ctx;
 
 typedef struct {
@@ -63,14 +67,35 @@ static void slot_free(nc_slot *s) {
 
 /* ---- context -------------------------------------------------------------------------------------- */
 
+/* The stream's release (rmaop__dev_release_add): NCCL's kernels wait for their peers without a timeout, and a
+ * communicator that lost a peer is unusable anyway, so a host wait that gave up aborts it, which ends its kernels
+ * and lets the stream drain. */
+static void nc_release(void *arg, char *who, size_t n) {
+  rmaop_ctx ctx = arg;
+  nc_ctx *c = ctx->backend_data;
+  if (!c || !c->comm || c->aborted)
+    return;
+  for (int i = 0; i < c->nlast; ++i)
+    rmaop__dev_release_name(who, n, c->last_peers[i]);
+  if (c->nlast < 0 && n > strlen(who))
+    snprintf(who + strlen(who), n - strlen(who), "%sa rank of an ncclAllReduce", who[0] ? ", " : "");
+  (void)ncclCommAbort(c->comm);
+  c->aborted = 1;
+}
+
 static void nc_fini(rmaop_ctx ctx) {
   nc_ctx *c = ctx->backend_data;
   if (!c)
     return;
+  rmaop__dev_release_remove(ctx, ctx);
+  /* Nothing of ours may still be running: a failed context's stream may hold NCCL kernels waiting for a peer
+   * that never comes (aborted), anything else drains in time. */
+  if (ctx->stream && !c->aborted && ctx->failed != RMAOP_OK)
+    nc_release(ctx, (char[1]){0}, 1);
   if (ctx->stream)
-    cudaStreamSynchronize(STREAM(ctx)); /* nothing of ours may still be running */
+    cudaStreamSynchronize(STREAM(ctx));
   /* ncclCommDestroy, not Finalize: Finalize would wait for peers that may have failed in init. */
-  if (c->comm)
+  if (c->comm && !c->aborted)
     ncclCommDestroy(c->comm);
   while (c->free_slots) {
     nc_slot *s = c->free_slots;
@@ -116,6 +141,9 @@ static rmaop_status nc_init(rmaop_ctx ctx) {
     st = nccl_error(ctx, r, __FILE__, __LINE__, "ncclCommInitRank");
     goto err;
   }
+  st = rmaop__dev_release_add(ctx, nc_release, ctx);
+  if (st != RMAOP_OK)
+    goto err;
   return RMAOP_OK;
 
 err:
@@ -173,6 +201,13 @@ static rmaop_status nc_plan_begin(rmaop_plan plan) {
   const char *src = plan->cur_src;
   char *staging = p->staging;
 
+  c->nlast = 0;
+  for (int j = 0; j < plan->nsend && c->nlast < 8; ++j)
+    if (plan->send[j].count > 0)
+      c->last_peers[c->nlast++] = plan->send[j].peer;
+  for (int i = 0; i < plan->nrecv && c->nlast < 8; ++i)
+    if (plan->recv[i].count > 0)
+      c->last_peers[c->nlast++] = plan->recv[i].peer;
   /* Empty transfers are skipped on both sides (both know the count), so the pairing stays in step. */
   RMAOP_CHECK_NCCL(ctx, ncclGroupStart());
   ncclResult_t r = ncclSuccess;
@@ -279,6 +314,7 @@ static rmaop_status nc_reduce_begin(rmaop_ctx ctx, const double *in, double *out
   RMAOP_REQUIRE(ctx, op == RMAOP_SUM || op == RMAOP_MAX || op == RMAOP_MIN, RMAOP_ERR_ARG,
                 "reduction operation %d is not SUM, MAX or MIN", (int)op);
   const ncclRedOp_t nop = op == RMAOP_SUM ? ncclSum : op == RMAOP_MAX ? ncclMax : ncclMin;
+  ((nc_ctx *)ctx->backend_data)->nlast = -1;
   nc_slot *s = NULL;
   RMAOP_CHECK(slot_get(ctx, (size_t)count, &s));
   s->out = out;
@@ -305,10 +341,14 @@ static rmaop_status nc_reduce_end(rmaop_ctx ctx, void *preq) {
     for (unsigned spin = 0; (e = cudaEventQuery(s->done)) == cudaErrorNotReady; ++spin) {
       if ((spin & 63) == 63) {
         /* The slot stays with the stuck allreduce: reusing it could corrupt a late result. */
-        if (rmaop__wtime() > deadline)
+        if (rmaop__wtime() > deadline) {
+          char who[256] = "";
+          rmaop__dev_release_run(ctx, who, sizeof who); /* aborts the communicator: the stream drains */
           return RMAOP_ERROR(ctx, RMAOP_ERR_TIMEOUT,
-                             "ncclAllReduce: not complete after %.1f s (RMAOP_TIMEOUT); a peer is not taking part",
+                             "ncclAllReduce: not complete after %.1f s (RMAOP_TIMEOUT); a peer is not taking part "
+                             "(the communicator was aborted: the context is failed)",
                              ctx->timeout);
+        }
         sched_yield();
       }
     }

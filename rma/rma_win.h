@@ -173,6 +173,10 @@ void rma__ipc_free(rmaop_win w);
 /* Whether epochs of this GPU window may be captured into a CUDA graph: the kernel path, whose flag
  * values come from device counters. */
 int rma__ipc_graph_ok(rmaop_win w);
+/* The device-side API's handle of a GPU window over ipc of at most RMAOP_DEVICE_MAX_PEERS ranks (the caller,
+ * rmaop_win_device_handle, checked both): every rank's mapped memory and signal words (the flag area's tail),
+ * the timeout, the context's wait record and the window's claim word. Local. */
+rmaop_status rma__ipc_device_handle(rmaop_win w, rmaop_win_device *out);
 /* Host-side completion of everything enqueued on the context's stream (the public epoch end promises
  * host visibility). Bounded by the context's timeout: RMAOP_ERR_TIMEOUT when a peer never signals. */
 rmaop_status rma__ipc_host_sync(rmaop_win w);

@@ -4,7 +4,8 @@
  *   memory   window memory and a flag area (uint32 slots, same indices as the host control area of
  *            rma_win.h: ready = slot r, done = slot size + r) are cudaMalloc'd; their IPC handles are
  *            exchanged at creation and every peer's are opened (cudaIpcMemLazyEnablePeerAccess: same
- *            GPU or another one). The own rank uses its local pointers.
+ *            GPU or another one). The own rank uses its local pointers. The flag area also holds the
+ *            device-side API's words (rmaop_device.cuh; "Flag area" below), apart from the epoch flags.
  *   put/get  cudaMemcpyAsync(cudaMemcpyDefault) on the context's stream into / out of the peer's
  *            mapping. Nothing to flush: later stream work is ordered after them.
  *   notify   cuStreamWriteValue32(CU_STREAM_WRITE_VALUE_DEFAULT) into the peer's mapped flag: the
@@ -44,19 +45,32 @@
  * Timeouts: a kernel wait gives up after the context's timeout (GPU global timer) and records which
  * flag it waited for in the context's record (device.h); every later synchronization of the context
  * (a dot, rmaop_ctx_synchronize, the public epoch end) and the next epoch step report it as
- * RMAOP_ERR_TIMEOUT. A stream memop wait cannot time out: only the host's drains behind it (every
- * synchronization, rmaop__dev_drain) are bounded, by 1.25x the same timeout, and the stream stays blocked. */
+ * RMAOP_ERR_TIMEOUT. A stream memop wait cannot time out: the host's drains behind it (every synchronization,
+ * rmaop__dev_drain) are bounded, by 1.25x the same timeout, and then release the stream (ipc_release). */
 #include "rma_win.h"
 
 #ifdef RMAOP_HAVE_CUDA
 
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "device/device.h"
 #include "device/gpu_check.h"
 #include "ipc_batch.h"
+
+/* Flag area: [2P] uint32 epoch flags (slot indices above), one uint32 claim word (the first device-side wait
+ * of the window that gives up takes it: rmaop_device.cuh), then from a 128-byte boundary the device-side API's
+ * [P] uint64 signal words (word o written by origin o), so that a signal never shares a flag's cache line and
+ * the host epochs and the device API never read each other's values. Zeroed at creation; the same layout on
+ * every rank, so a peer's words are at the same offset of its mapped area. */
+static size_t signal_offset(size_t P) {
+  return ((2 * P + 1) * sizeof(uint32_t) + 127) & ~(size_t)127;
+}
+static size_t flag_area_bytes(size_t P) {
+  return signal_offset(P) + P * sizeof(uint64_t);
+}
 
 /* What one rank publishes at creation. */
 typedef struct {
@@ -79,6 +93,8 @@ typedef struct {
   unsigned *blocks_done;  /* device counter of the batch kernel */
   uint32_t *ctr;          /* kernel path: flag-value counters, device memory [2P] (top of this file) */
   int64_t *snap;          /* [2P] host value of each counter at its last entry */
+  int64_t *waited;        /* copy path: [2P] the last value a stream memop waits for in each own slot (-1: none) */
+  int released;           /* ipc_release ran: the own flags were advanced past every wait */
 } ipc_state;
 
 #define STREAM(w) ((cudaStream_t)(w)->ctx->stream)
@@ -273,7 +289,35 @@ static rmaop_status ipc_wait_flag(rmaop_win w, int slot, int64_t value) {
   RMAOP_CHECK(launch_batch(w));
   IPC_CHECK_CU(w->ctx,
                drv.wait_value32((CUstream)STREAM(w), dptr(s->ctrl + slot), (cuuint32_t)value, s->wait_flags));
+  s->waited[slot] = (int64_t)(uint32_t)value;
   return RMAOP_OK;
+}
+
+/* The copy path's release (rmaop__dev_release_add): a stream memop wait cannot time out, so when a host wait
+ * behind it gave up, the own slots whose flag is behind what the stream waits for name the missing peers
+ * (slot s < P: "ready" of target s; else "done" of origin s - P), and every own slot is advanced by 2^30, past
+ * every wait enqueued (GEQ compares cyclically), so the stream drains. The context is failed by then: nothing
+ * reads the data of those epochs. Host writes through the legacy default stream, which does not wait for the
+ * context's non-blocking one. */
+static void ipc_release(void *arg, char *who, size_t n) {
+  rmaop_win w = arg;
+  ipc_state *s = w->ipc;
+  const int P2 = 2 * w->size;
+  if (!s || s->released || !s->ctrl)
+    return;
+  uint32_t *v = malloc((size_t)P2 * sizeof *v);
+  if (!v || cudaMemcpy(v, s->ctrl, (size_t)P2 * sizeof *v, cudaMemcpyDeviceToHost) != cudaSuccess) {
+    free(v);
+    return;
+  }
+  for (int i = 0; i < P2; ++i) {
+    if (s->waited[i] >= 0 && (int32_t)(v[i] - (uint32_t)s->waited[i]) < 0)
+      rmaop__dev_release_name(who, n, i < w->size ? i : i - w->size);
+    v[i] += 1u << 30;
+  }
+  if (cudaMemcpy(s->ctrl, v, (size_t)P2 * sizeof *v, cudaMemcpyHostToDevice) == cudaSuccess)
+    s->released = 1;
+  free(v);
 }
 
 /* Host read of the own slot (diagnostics; epoch.c waits with ipc_wait_flag). The legacy default
@@ -296,6 +340,39 @@ const rma_transport rma__transport_ipc = {
     .read_flag = ipc_read_flag,
     .wait_flag = ipc_wait_flag,
 };
+
+/* ---- the device-side API's handle (rmaop_win_device_handle) ---- */
+
+/* rmaop_device.cuh writes the context's wait record through unsigned[4] (the public handle cannot name the
+ * internal type): the layout it assumes. */
+_Static_assert(sizeof(rmaop__dev_wait_record) == 4 * sizeof(unsigned) && offsetof(rmaop__dev_wait_record, failed) == 0 &&
+                   offsetof(rmaop__dev_wait_record, slot) == sizeof(unsigned) &&
+                   offsetof(rmaop__dev_wait_record, want) == 2 * sizeof(unsigned) &&
+                   offsetof(rmaop__dev_wait_record, seen) == 3 * sizeof(unsigned),
+               "rmaop_device.cuh's view of rmaop__dev_wait_record");
+
+rmaop_status rma__ipc_device_handle(rmaop_win w, rmaop_win_device *out) {
+  const ipc_state *s = w->ipc;
+  const size_t off = signal_offset((size_t)w->size);
+  RMAOP_REQUIRE(w->ctx, s != NULL && w->size <= RMAOP_DEVICE_MAX_PEERS, RMAOP_ERR_INTERNAL,
+                "rmaop_win_device_handle: a GPU window without its ipc state, or of %d ranks", w->size);
+  rmaop_win_device d;
+  memset(&d, 0, sizeof d);
+  d.rank = w->rank;
+  d.size = w->size;
+  for (int r = 0; r < w->size; ++r) {
+    d.base[r] = w->peer_base[r];
+    d.bytes[r] = w->sizes[r];
+    d.peer_signal[r] = (uint64_t *)((char *)s->peer_ctrl[r] + off);
+  }
+  d.signal = d.peer_signal[w->rank];
+  const double ns = w->ctx->timeout * 1e9;
+  d.timeout_ns = ns < 1e18 ? (uint64_t)ns : (uint64_t)1e18; /* as the epoch kernels' waits (launch_batch) */
+  d.wait_record = (unsigned *)w->ctx->dev_wait_record_dev;
+  d.wait_claim = s->ctrl + 2 * (size_t)w->size;
+  *out = d;
+  return RMAOP_OK;
+}
 
 /* ---- host-side completion ---- */
 
@@ -324,6 +401,11 @@ static rmaop_status make_local(rmaop_win w, void *user_base, size_t bytes, ipc_c
   if (s->kernel) {
     RMAOP_CHECK(rmaop__dev_malloc(ctx, 2 * P * sizeof *s->ctr, "ipc flag counters", (void **)&s->ctr));
     RMAOP_CHECK(rmaop__calloc(ctx, 2 * P, sizeof *s->snap, "ipc flag counters", (void **)&s->snap));
+  } else {
+    RMAOP_CHECK(rmaop__malloc(ctx, 2 * P * sizeof *s->waited, "ipc waited values", (void **)&s->waited));
+    for (size_t i = 0; i < 2 * P; ++i)
+      s->waited[i] = -1;
+    RMAOP_CHECK(rmaop__dev_release_add(ctx, ipc_release, w));
   }
 
   void *alloc_base = NULL; /* the allocation whose handle we publish */
@@ -351,7 +433,7 @@ static rmaop_status make_local(rmaop_win w, void *user_base, size_t bytes, ipc_c
     }
   }
   w->bytes = bytes;
-  RMAOP_CHECK(rmaop__dev_malloc(ctx, 2 * P * sizeof(uint32_t), "ipc window flags", (void **)&s->ctrl));
+  RMAOP_CHECK(rmaop__dev_malloc(ctx, flag_area_bytes(P), "ipc window flags", (void **)&s->ctrl));
   /* The zero fill (cudaMemset, legacy default stream) must be complete before any peer can write a
    * flag. Not cudaDeviceSynchronize: the context's stream may be waiting for a flag that a peer only
    * writes after this collective call; the non-blocking stream is not waited for here. */
@@ -434,7 +516,8 @@ void rma__ipc_free(rmaop_win w) {
      * before anyone unmaps or frees. A stream stuck on a flag that never came (after an error) keeps
      * its memory: leaked rather than freed under a pending write. */
     (void)launch_batch(w); /* what the last step left (an error stays recorded in the context) */
-    (void)rmaop__dev_drain(w->ctx, "rma ipc window free");
+    (void)rmaop__dev_drain(w->ctx, "rma ipc window free"); /* a stuck stream is released there */
+    rmaop__dev_release_remove(w->ctx, w);                  /* before any return: w goes */
     const int drained = cudaStreamQuery(STREAM(w)) == cudaSuccess;
     /* Bounded like every wait: a peer whose context failed leaks its windows and never comes here, so after
      * the context's timeout this rank leaks its mappings too (the barrier stays pending; nothing follows it
@@ -449,6 +532,7 @@ void rma__ipc_free(rmaop_win w) {
     if (!drained || !met)
       return;
   }
+  rmaop__dev_release_remove(w->ctx, w); /* also where it was never built */
   for (int r = 0; r < w->size; ++r) {
     if (r == w->rank)
       continue;
@@ -459,6 +543,7 @@ void rma__ipc_free(rmaop_win w) {
   }
   rmaop__dev_free(s->alloc);
   rmaop__dev_free(s->ctrl);
+  free(s->waited);
   rmaop__dev_free(s->blocks_done);
   rmaop__dev_free(s->ctr);
   free(s->snap);
@@ -492,6 +577,9 @@ const rma_transport rma__transport_ipc = {
 };
 
 rmaop_status rma__ipc_build(rmaop_win w, void *user_base, size_t bytes) {
+  return no_cuda(w);
+}
+rmaop_status rma__ipc_device_handle(rmaop_win w, rmaop_win_device *out) {
   return no_cuda(w);
 }
 void rma__ipc_free(rmaop_win w) {}

@@ -528,3 +528,31 @@ rmaop_status rmaop_win_peer_transport(rmaop_win win, int peer, rmaop_transport *
   *transport = peer == win->rank ? win->self_kind : win->tp[peer]->kind;
   return RMAOP_OK;
 }
+
+/* ---- the device-side API (rmaop_device.cuh) ---- */
+
+rmaop_status rmaop_win_device_handle(rmaop_win win, rmaop_win_device *out) {
+  static const char fn[] = "rmaop_win_device_handle";
+  RMAOP_REQUIRE(NULL, win != NULL, RMAOP_ERR_ARG, "%s: win is NULL", fn);
+  rmaop_ctx ctx = win->ctx;
+  RMAOP_REQUIRE(ctx, out != NULL, RMAOP_ERR_ARG, "%s: out (output) is NULL", fn);
+#ifndef RMAOP_HAVE_CUDA
+  return RMAOP_ERROR(ctx, RMAOP_ERR_UNSUPPORTED, "%s: this build of rmaop has no CUDA, so no GPU window exists", fn);
+#else
+  /* A kernel of a failed context would only wait for peers that gave up. */
+  RMAOP_REQUIRE_USABLE(ctx, fn);
+  RMAOP_REQUIRE(ctx, win->device || win->dev_mpi, RMAOP_ERR_UNSUPPORTED,
+                "%s: a host window (the context's memory is host): kernels put into GPU windows over the ipc "
+                "transport only (RMAOP_MEMORY=device, RMAOP_RMA_TRANSPORT=auto or ipc, every rank on one node)",
+                fn);
+  RMAOP_REQUIRE(ctx, !win->dev_mpi, RMAOP_ERR_UNSUPPORTED,
+                "%s: this GPU window goes through MPI (RMAOP_RMA_TRANSPORT=%s with a CUDA-aware MPI), whose memory a "
+                "kernel cannot store into; device-side access needs the ipc transport (auto or ipc, every rank on "
+                "one node)",
+                fn, rmaop_transport_name(rma__settings(ctx)->transport));
+  RMAOP_REQUIRE(ctx, win->size <= RMAOP_DEVICE_MAX_PEERS, RMAOP_ERR_UNSUPPORTED,
+                "%s: the window has %d ranks; a device handle maps at most RMAOP_DEVICE_MAX_PEERS = %d", fn, win->size,
+                RMAOP_DEVICE_MAX_PEERS);
+  return rma__ipc_device_handle(win, out);
+#endif
+}

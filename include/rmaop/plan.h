@@ -111,6 +111,46 @@ rmaop_status rmaop_win_peer_transport(rmaop_win win, int peer, rmaop_transport *
 void rmaop_win_destroy(rmaop_win *win);
 
 /* ------------------------------------------------------------------------------------------------ */
+/* Device-side window access: CUDA kernels put and signal with no host step (rmaop_device.cuh)      */
+/* ------------------------------------------------------------------------------------------------ */
+
+/** Most ranks a device handle covers: rmaop_win_device_handle() refuses larger windows. */
+#define RMAOP_DEVICE_MAX_PEERS 16
+
+/**
+ * What a CUDA kernel needs to put into the ranks' windows and signal them: the device functions of
+ * <rmaop/rmaop_device.cuh> take its address (that header states their memory-ordering contract). Plain data:
+ * pass it to a kernel by value (or copy it to device memory). Every pointer is a device address of this
+ * process on the context's GPU, valid until rmaop_win_destroy(). Signal words count per pair of ranks: rank t's
+ * word o is written only by origin o, holds 0 at creation, and never collides with the host epochs' flags.
+ */
+typedef struct {
+  int rank, size;                                /**< this rank and the window's ranks (<= RMAOP_DEVICE_MAX_PEERS) */
+  char *base[RMAOP_DEVICE_MAX_PEERS];            /**< rank r's window memory, mapped here (own: its memory) */
+  size_t bytes[RMAOP_DEVICE_MAX_PEERS];          /**< rank r's window size in bytes */
+  uint64_t *signal;                              /**< this rank's signal words, [size]: word o is origin o's */
+  uint64_t *peer_signal[RMAOP_DEVICE_MAX_PEERS]; /**< rank r's signal words, mapped here (own: signal) */
+  uint64_t timeout_ns;                           /**< how long a device-side wait lasts: the context's timeout */
+  unsigned *wait_record; /**< device address of the context's record of GPU-side waits that gave up (host-mapped:
+                              failed, slot, want, seen), which the next synchronization reports */
+  unsigned *wait_claim;  /**< device word: the first device-side wait of this window that gives up claims it */
+} rmaop_win_device;
+
+/**
+ * Fills @p out with the device handle of a GPU window, for kernels that put into the ranks' windows and signal
+ * them themselves (<rmaop/rmaop_device.cuh>). Not collective; communicates nothing. A device-side wait that gives
+ * up after the context's timeout is reported like the library's own GPU-side waits: the next synchronization of
+ * the context (rmaop_ctx_synchronize(), a plan's or an epoch's step, a dot) returns RMAOP_ERR_TIMEOUT naming the
+ * peer, and the context is failed. Launch such kernels on the context's stream (rmaop_ctx_get_stream()), or
+ * synchronize their stream before asking the context.
+ * @return RMAOP_ERR_ARG when @p win or @p out is NULL; RMAOP_ERR_UNSUPPORTED, naming why, unless the window is GPU
+ *         memory over the ipc transport (a device context, RMAOP_RMA_TRANSPORT auto or ipc with every rank on one
+ *         node) of at most RMAOP_DEVICE_MAX_PEERS ranks, and always in a build without CUDA; RMAOP_ERR_STATE on
+ *         a failed context.
+ */
+rmaop_status rmaop_win_device_handle(rmaop_win win, rmaop_win_device *out);
+
+/* ------------------------------------------------------------------------------------------------ */
 /* Reductions of doubles and requests                                                               */
 /* ------------------------------------------------------------------------------------------------ */
 

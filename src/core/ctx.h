@@ -61,6 +61,8 @@ struct rmaop_ctx_s {
   uint64_t captured_plans;   /* plan executions captured into CUDA graphs so far (rmaop_plan_begin) */
   void *dev_wait_record;     /* host-mapped rmaop__dev_wait_record (device.h) */
   void *dev_wait_record_dev; /* its device address */
+  struct rmaop__dev_release *dev_release; /* releases of stream work that can block for good (device.h) */
+  int ndev_release, cap_dev_release;
   int mpi_cuda_aware;   /* the MPI library accepts device pointers (MPIX_Query_cuda_support at creation) */
   char last_error[1024];
   int error_held;       /* rmaop__error_hold: > 0 keeps last_error */

@@ -5,6 +5,7 @@
 #include "device.h"
 
 #include <sched.h>
+#include <stdio.h>
 
 enum { DOT_BLOCKS = 1056, DOT_THREADS = 256, MAX_DOTS = 8 }; /* 8 blocks per SM of an H100/H200: enough loads in flight to stream at HBM speed */
 
@@ -70,6 +71,12 @@ extern "C" rmaop_status rmaop__dev_check_waits(rmaop_ctx ctx) {
   const unsigned size = (unsigned)ctx->size, slot = r->slot, want = r->want, seen = r->seen;
   const int ready = slot < size;
   const int peer = (int)(slot % size);
+  if (slot >= 2 * size) /* a device-side API wait (include/rmaop/rmaop_device.cuh): slot 2 size + origin */
+    return RMAOP_ERROR(ctx, RMAOP_ERR_TIMEOUT,
+                       "a device-side wait (rmaop_dev_wait) of rank %d gave up after %g s (RMAOP_TIMEOUT) for rank %d's "
+                       "signal (wanted >= %u, the word holds %u; low 32 bits): did rank %d's kernel signal this rank? "
+                       "The context is unusable",
+                       ctx->rank, ctx->timeout, peer, want, seen, peer);
   return RMAOP_ERROR(ctx, RMAOP_ERR_TIMEOUT,
                      "a GPU-side wait of rank %d gave up after %g s (RMAOP_TIMEOUT) for rank %d's \"%s\" of epoch %u "
                      "(the flag holds %u); did rank %d enter the matching epoch with rank %d as %s? What the stream "
@@ -82,12 +89,19 @@ extern "C" void rmaop__dev_fini(rmaop_ctx ctx) {
   const int restore = ctx->stream && ctx->prev_device >= 0 && ctx->prev_device != ctx->device ? ctx->prev_device : -1;
   if (ctx->stream) {
     cudaError_t e = cudaSuccess;
-    if (!drained(ctx, ctx->timeout, &e)) { /* stuck on a peer's flag: leaked, not freed under it */
+    char who[256] = "";
+    if (!drained(ctx, ctx->timeout, &e) && (rmaop__dev_release_run(ctx, who, sizeof who), !drained(ctx, 1.0, &e))) {
+      /* stuck on a peer: leaked, not freed under it */
+      free(ctx->dev_release);
+      ctx->dev_release = NULL;
       if (restore >= 0) (void)cudaSetDevice(restore);
       return;
     }
     cudaStreamDestroy(STREAM(ctx));
   }
+  free(ctx->dev_release);
+  ctx->dev_release = NULL;
+  ctx->ndev_release = ctx->cap_dev_release = 0;
   if (ctx->dev_scratch) cudaFree(ctx->dev_scratch);
   if (ctx->host_scratch) cudaFreeHost(ctx->host_scratch);
   if (ctx->fetch_event) cudaEventDestroy((cudaEvent_t)ctx->fetch_event);
@@ -162,6 +176,41 @@ extern "C" int rmaop__dev_capturing(rmaop_ctx ctx) {
   return c != cudaStreamCaptureStatusNone; /* active, or invalidated: either way no host wait now */
 }
 
+extern "C" rmaop_status rmaop__dev_release_add(rmaop_ctx ctx, rmaop__dev_release_fn fn, void *arg) {
+  if (ctx->ndev_release == ctx->cap_dev_release) {
+    const int cap = ctx->cap_dev_release ? 2 * ctx->cap_dev_release : 8;
+    void *p = realloc(ctx->dev_release, (size_t)cap * sizeof *ctx->dev_release);
+    RMAOP_REQUIRE(ctx, p != NULL, RMAOP_ERR_NOMEM, "growing the context's stream releases to %d entries", cap);
+    ctx->dev_release = (struct rmaop__dev_release *)p;
+    ctx->cap_dev_release = cap;
+  }
+  ctx->dev_release[ctx->ndev_release].fn = fn;
+  ctx->dev_release[ctx->ndev_release].arg = arg;
+  ++ctx->ndev_release;
+  return RMAOP_OK;
+}
+
+extern "C" void rmaop__dev_release_remove(rmaop_ctx ctx, void *arg) {
+  for (int i = 0; i < ctx->ndev_release; ++i)
+    if (ctx->dev_release[i].arg == arg) {
+      ctx->dev_release[i] = ctx->dev_release[--ctx->ndev_release];
+      return;
+    }
+}
+
+extern "C" void rmaop__dev_release_run(rmaop_ctx ctx, char *who, size_t n) {
+  for (int i = 0; i < ctx->ndev_release; ++i) ctx->dev_release[i].fn(ctx->dev_release[i].arg, who, n);
+}
+
+extern "C" void rmaop__dev_release_name(char *who, size_t n, int rank) {
+  char name[32];
+  snprintf(name, sizeof name, "rank %d", rank);
+  const size_t len = strlen(who), k = strlen(name);
+  for (const char *p = strstr(who, name); p; p = strstr(p + 1, name))
+    if (p[k] == '\0' || p[k] == ',') return; /* "rank 1" is not "rank 12" */
+  snprintf(who + len, n > len ? n - len : 0, "%s%s", len ? ", " : "", name);
+}
+
 extern "C" rmaop_status rmaop__dev_drain(rmaop_ctx ctx, const char *what) {
   cudaError_t e = cudaSuccess;
   if (rmaop__dev_capturing(ctx))
@@ -177,12 +226,16 @@ extern "C" rmaop_status rmaop__dev_drain(rmaop_ctx ctx, const char *what) {
     return RMAOP_ERROR(ctx, RMAOP_ERR_CUDA, "%s: the context's stream failed: %s (%s)", what, cudaGetErrorString(e),
                        cudaGetErrorName(e));
   RMAOP_CHECK(rmaop__dev_check_waits(ctx)); /* a kernel wait that gave up says more */
+  char who[256] = "";
+  rmaop__dev_release_run(ctx, who, sizeof who);
+  const int released = drained(ctx, 1.0 + 0.25 * ctx->timeout, &e);
   return RMAOP_ERROR(ctx, RMAOP_ERR_TIMEOUT,
-                     "%s: rank %d waited %g s (RMAOP_TIMEOUT + 25 %%) for its stream, which waits on a flag of a peer (a "
-                     "stream-side wait of the ipc transport: \"ready\" from a target or \"done\" from an origin); "
-                     "did every peer enter the matching epoch with this rank in its lists? The stream stays "
-                     "blocked: the context is unusable",
-                     what, ctx->rank, 1.25 * ctx->timeout);
+                     "%s: rank %d waited %g s (RMAOP_TIMEOUT + 25 %%) for its stream, which waits for a peer (a "
+                     "stream-side wait of the ipc copy path, or an NCCL transfer)%s%s; did every peer enter the "
+                     "matching exchange? %s",
+                     what, ctx->rank, 1.25 * ctx->timeout, who[0] ? "; it waited for " : "", who,
+                     released ? "The stream was released; the context is failed"
+                              : "The stream stays blocked: the context is unusable");
 }
 
 extern "C" rmaop_status rmaop__dev_sync(rmaop_ctx ctx) {

@@ -37,6 +37,22 @@ rmaop_status rmaop__dev_copy(rmaop_ctx ctx, void *dst, const void *src, size_t b
  * reports a GPU-side wait that gave up (rmaop__dev_check_waits). rmaop__dev_sync: the same, generic. */
 rmaop_status rmaop__dev_drain(rmaop_ctx ctx, const char *what);
 rmaop_status rmaop__dev_sync(rmaop_ctx ctx);
+/* Releases of stream work that can block the context's stream for good: the ipc copy path's stream memop waits
+ * and NCCL's kernels, which wait for a peer without a timeout. When a host wait for the stream gives up
+ * (rmaop__dev_drain, a reduction's wait), rmaop__dev_release_run calls each release: it appends the ranks it was
+ * waiting for to `who` (", "-separated) and lets the stream go on (ipc: advances the own flags; nccl: aborts the
+ * communicator), so the stream drains and the failed context's objects can be freed. Registered per object (`arg`
+ * identifies it for removal). */
+typedef void (*rmaop__dev_release_fn)(void *arg, char *who, size_t n);
+struct rmaop__dev_release {
+  rmaop__dev_release_fn fn;
+  void *arg;
+};
+rmaop_status rmaop__dev_release_add(rmaop_ctx ctx, rmaop__dev_release_fn fn, void *arg);
+void rmaop__dev_release_remove(rmaop_ctx ctx, void *arg);
+void rmaop__dev_release_run(rmaop_ctx ctx, char *who, size_t n);
+/* Appends "rank r" to `who` unless it is there already (for the releases). */
+void rmaop__dev_release_name(char *who, size_t n, int rank);
 /* 1 while the context's stream is being captured into a CUDA graph (cudaStreamIsCapturing: active). The
  * drain above then refuses (RMAOP_ERR_UNSUPPORTED, `what` in the message) before any CUDA call that would
  * invalidate the capture: the caller can still end it. */

@@ -3,7 +3,8 @@
  * halo exchange (bad argument, rejected locally); its neighbours must come back with RMAOP_ERR_TIMEOUT
  * after about the timeout, not hang. A watchdog turns a hang into a quick failure. Needs 2+ ranks.
  * On device memory (label gpu) the plan's waits are on the stream, so the error comes from the next
- * synchronization (rmaop_ctx_synchronize): the ipc transport's kernel wait gives up after the timeout. */
+ * synchronization (rmaop_ctx_synchronize): the ipc kernel path's wait gives up on the GPU; behind the copy
+ * path's stream memop waits and NCCL's kernels the host's drain gives up and releases the stream. */
 #include <string.h>
 #include <unistd.h>
 
