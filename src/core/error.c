@@ -86,7 +86,8 @@ const char *rmaop_status_string(rmaop_status status) {
   return "RMAOP_ERR_(unknown)";
 }
 
-rmaop_status rmaop__wait_bounded(rmaop_ctx ctx, MPI_Request *req, const char *what) {
+/* Polls one request until done or the context's timeout passes. */
+static rmaop_status poll_bounded(rmaop_ctx ctx, MPI_Request *req, const char *what, const char *step) {
   double deadline = 0.0;
   for (unsigned spin = 0;; ++spin) {
     int done = 0;
@@ -97,11 +98,22 @@ rmaop_status rmaop__wait_bounded(rmaop_ctx ctx, MPI_Request *req, const char *wh
     if (deadline == 0.0) deadline = now + ctx->timeout;
     if (now > deadline)
       return RMAOP_ERROR(ctx, RMAOP_ERR_TIMEOUT,
-                         "%s: not every rank of the context joined its collective step within %.1f s (RMAOP_TIMEOUT); "
-                         "a rank did not call it, or is stuck elsewhere",
-                         what, ctx->timeout);
+                         "%s: not every rank of the context %s within %.1f s (RMAOP_TIMEOUT); a rank did not call it, "
+                         "is stuck elsewhere, or gave up on it",
+                         what, step, ctx->timeout);
     sched_yield(); /* ranks may outnumber cores */
   }
+}
+
+/* Two phases, as the window handshakes (rma/epoch.c, sync_all): a rank whose first wait gave up never enters the
+ * second, so a rank that comes late, whose first collective then completes with the parts the others left pending,
+ * times out in the second instead of going on alone into the blocking MPI calls that follow an agreement. A rank
+ * that saw the first complete enters the second at once, so either every rank completes it or none does. */
+rmaop_status rmaop__wait_bounded(rmaop_ctx ctx, MPI_Request *req, const char *what) {
+  RMAOP_CHECK(poll_bounded(ctx, req, what, "joined its collective step"));
+  MPI_Request commit = MPI_REQUEST_NULL;
+  RMAOP_CHECK_MPI(ctx, MPI_Ibarrier(ctx->comm, &commit));
+  return poll_bounded(ctx, &commit, what, "confirmed its collective step");
 }
 
 rmaop_status rmaop__allreduce_bounded(rmaop_ctx ctx, const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,

@@ -52,8 +52,9 @@ rmaop_status rmaop__state_error(rmaop_ctx ctx, const char *fn);
  * library goes through it, so no collective call of rmaop waits forever for a rank that never comes. */
 rmaop_status rmaop__allreduce_bounded(rmaop_ctx ctx, const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
                                       const char *what);
-/* The wait of a started nonblocking collective, bounded the same way. On a timeout the request stays active:
- * the caller leaks the buffers it passed to MPI. */
+/* The wait of a started nonblocking collective, bounded the same way, then a bounded MPI_Ibarrier that confirms
+ * it (error.c says why: a late rank must not go on alone). On a timeout the request stays active: the caller
+ * leaks the buffers it passed to MPI. */
 rmaop_status rmaop__wait_bounded(rmaop_ctx ctx, MPI_Request *req, const char *what);
 
 /* Propagates a failing status without adding a message. */
