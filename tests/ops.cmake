@@ -16,6 +16,18 @@ endforeach()
 # mpi/solver_test_util.c: the problems, reference matrices and solve checks both solver tests share.
 rmaop_add_test(NAME solver SOURCES mpi/test_solver.c mpi/solver_test_util.c NP 1 2 3 4 MEMORY host device
                BACKENDS rma twosided nccl EXTRA_VARIANTS np2.rma.lock.ipc.kernelcopies)
+# test_solver_fused: the host solvers' fused application (update + apply + dots in one pass, src/ops/op_impl.h):
+# against the unfused calls on every stencil operator, forward and adjoint, uneven splits, every dtype; CG and
+# CGLS through it against the same solves through a composite without the slot (1e-12). Sees src/ (internal).
+rmaop_add_test(NAME solver_fused SOURCES mpi/test_solver_fused.c NP 1 2 3 4 MEMORY host device
+               BACKENDS rma twosided nccl)
+target_include_directories(test_solver_fused PRIVATE ${PROJECT_SOURCE_DIR}/src)
+# test_solver_resident: RMAOP_SOLVER_SCALARS=resident (CG and CGLS in one GPU kernel) against host scalars, its
+# fallback (another operator; the twosided row: another backend) and a peer that stops inside the kernel (timeout).
+rmaop_add_test(NAME solver_resident SOURCES mpi/test_solver_resident.c mpi/solver_test_util.c MEMORY device
+               EXTRA_VARIANTS np1.rma.lock.ipc np2.rma.lock.ipc np3.rma.lock.ipc np4.rma.lock.ipc np2.rma.fence.ipc
+                              np2.twosided
+               PLACEMENTS multi ENV RMAOP_SOLVER_SCALARS=resident)
 # test_solver_krylov: LSQR and pipelined CG against serial PyLops / Ghysels-Vanroose recurrences, the diagonal operator.
 rmaop_add_test(NAME solver_krylov SOURCES mpi/test_solver_krylov.c mpi/solver_test_util.c
                NP 1 2 3 4 MEMORY host device BACKENDS rma twosided nccl)

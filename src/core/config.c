@@ -19,9 +19,10 @@ static const rmaop__config_entry core_rows[] = {
     {"RMAOP_TIMEOUT", "300", "seconds", "how long a wait for a peer may last before RMAOP_ERR_TIMEOUT"},
     {"RMAOP_NODE_SIZE", "0", "ranks",
      "for testing and tuning: every k consecutive ranks of a node count as one node (0: the real nodes)"},
-    {"RMAOP_SOLVER_SCALARS", "auto", "auto|host|device|graph",
+    {"RMAOP_SOLVER_SCALARS", "auto", "auto|host|device|graph|resident",
      "where CG and CGLS keep their dots and step sizes on a device context (auto: host; graph: device, each "
-     "iteration replayed from two CUDA graphs)"},
+     "iteration replayed from two CUDA graphs; resident: the whole solve in one GPU kernel where supported, else "
+     "graph)"},
 };
 
 const rmaop__config_entry *rmaop__config_row(int i) {

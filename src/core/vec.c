@@ -324,6 +324,57 @@ static void host_dot(rmaop_dtype dt, const void *av, const void *bv, int64_t n, 
   }
 }
 
+/* lanes[l] += |a_j|^2 for j = l mod RMAOP__SUM_LANES (complex: both parts), in local lanes (registers). */
+static void lanes_abs2(rmaop_dtype dtype, const void *av, int64_t n, double out[RMAOP__SUM_LANES]) {
+  double lane[RMAOP__SUM_LANES] = {0};
+  int64_t j = 0;
+  RMAOP__FOR_DTYPE(dtype, {
+    const R *a = av; /* complex: re, im interleaved */
+    const int m = sizeof(T) / sizeof(R);
+    for (; j + RMAOP__SUM_LANES <= n; j += RMAOP__SUM_LANES)
+      for (int l = 0; l < RMAOP__SUM_LANES; ++l) {
+        double e = (double)a[m * (j + l)] * (double)a[m * (j + l)];
+        if (m == 2) e += (double)a[m * (j + l) + 1] * (double)a[m * (j + l) + 1];
+        lane[l] += e;
+      }
+    for (; j < n; ++j) {
+      double e = (double)a[m * j] * (double)a[m * j];
+      if (m == 2) e += (double)a[m * j + 1] * (double)a[m * j + 1];
+      lane[j % RMAOP__SUM_LANES] += e;
+    }
+  });
+  for (int l = 0; l < RMAOP__SUM_LANES; ++l) out[l] += lane[l];
+}
+
+/* re[l], im[l] += conj(a_j) b_j for j = l mod RMAOP__SUM_LANES. */
+static void lanes_cdot(rmaop_dtype dtype, const void *av, const void *bv, int64_t n, double re_out[RMAOP__SUM_LANES],
+                       double im_out[RMAOP__SUM_LANES]) {
+  double re[RMAOP__SUM_LANES] = {0}, im[RMAOP__SUM_LANES] = {0};
+  int64_t j = 0;
+  RMAOP__FOR_DTYPE(dtype, {
+    const R *a = av, *b = bv;
+    if (sizeof(T) == sizeof(R)) {
+      for (; j + RMAOP__SUM_LANES <= n; j += RMAOP__SUM_LANES)
+        for (int l = 0; l < RMAOP__SUM_LANES; ++l) re[l] += (double)a[j + l] * (double)b[j + l];
+      for (; j < n; ++j) re[j % RMAOP__SUM_LANES] += (double)a[j] * (double)b[j];
+    } else {
+      for (; j < n; ++j) {
+        const double ar = a[2 * j], ai = a[2 * j + 1], br = b[2 * j], bi = b[2 * j + 1];
+        re[j % RMAOP__SUM_LANES] += ar * br + ai * bi;
+        im[j % RMAOP__SUM_LANES] += ar * bi - ai * br;
+      }
+    }
+  });
+  for (int l = 0; l < RMAOP__SUM_LANES; ++l) re_out[l] += re[l], im_out[l] += im[l];
+}
+
+void rmaop__host_sums(rmaop_dtype dtype, const void *a, const void *b, int64_t n, unsigned what,
+                      double lanes[4][RMAOP__SUM_LANES]) {
+  if (what & 1u) lanes_abs2(dtype, b, n, lanes[0]);
+  if (what & 2u) lanes_abs2(dtype, a, n, lanes[1]);
+  if (what & 4u) lanes_cdot(dtype, a, b, n, lanes[2], lanes[3]);
+}
+
 /* The local dot of elements [off, off + n) of x and y, on the host or the device (synchronizes). */
 static rmaop_status range_dot(rmaop_vec x, rmaop_vec y, int64_t off, int64_t n, double out[2]) {
   const int64_t es = (int64_t)rmaop_dtype_size(x->dtype);
@@ -394,6 +445,10 @@ static rmaop_status local_dots(int n, const rmaop_vec x[], const rmaop_vec y[], 
     k += m;
   }
   return RMAOP_OK;
+}
+
+rmaop_status rmaop__vec_local_dots(int n, const rmaop_vec x[], const rmaop_vec y[], double *partials) {
+  return local_dots(n, x, y, partials, n > 0 && x[0]->ctx->rank != 0);
 }
 
 static rmaop_status finish_dots(rmaop_request r) {

@@ -55,6 +55,18 @@ const char *rmaop__layout_kind_name(rmaop_layout_kind kind);
 void rmaop__vec_part_view(rmaop_vec v, int i, struct rmaop_vec_s *view);
 
 
+/* The local parts of n dots conj(x_k) . y_k into partials[2k] (real) and [2k+1] (imaginary), the ones
+ * rmaop_vec_mdot reduces, so that their sum over the ranks is each dot: a replicated vector (or stacked
+ * part) counts on rank 0 only. No reduction, no argument checks (the pairs must match). Host or device. */
+rmaop_status rmaop__vec_local_dots(int n, const rmaop_vec x[], const rmaop_vec y[], double *partials);
+/* Lanes of the host partial sums of the solvers' fused passes (src/ops/op_impl.h, RMAOP__SUM_*). */
+#define RMAOP__SUM_LANES 8
+/* Adds, for j in [0, n) of host arrays a (an operator's input) and b (its output), element j's terms to lane
+ * j mod RMAOP__SUM_LANES, in double: `what` bit 1: |b_j|^2 into lanes[0]; bit 2: |a_j|^2 into lanes[1]; bit 4:
+ * conj(a_j) b_j into lanes[2] (real part) and lanes[3] (imaginary part). Callers keep n small (a block in L1)
+ * and call it block after block: one loop per sum vectorizes, and the order is fixed by the layout. */
+void rmaop__host_sums(rmaop_dtype dtype, const void *a, const void *b, int64_t n, unsigned what,
+                      double lanes[4][RMAOP__SUM_LANES]);
 /* Deterministic pseudo-random values by global index (dot tests, benchmarks). */
 rmaop_status rmaop__vec_fill_random(rmaop_vec v, unsigned seed);
 /* 1 when rmaop_vec_mdot_enqueue can keep v's dots on the device (device memory, distributed layout). */

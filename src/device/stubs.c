@@ -11,6 +11,7 @@
 #include "device/device.h"
 #include "device/halo_dev.h"
 #include "device/matmul_dev.h"
+#include "device/resident.h"
 
 /* Parameters go unused here (the library builds with -Wno-unused-parameter). */
 #define NO_CUDA(ctx) RMAOP_ERROR((ctx), RMAOP_ERR_UNSUPPORTED, "%s: built without CUDA (no device layer)", __func__)
@@ -150,5 +151,14 @@ rmaop_status rmaop__dev_halo_zero(rmaop_ctx ctx, rmaop_dtype dt, int ndim, const
 rmaop_status rmaop__dev_gemm(rmaop_ctx ctx, void *handle, rmaop_dtype dt, int conj_a, int64_t m, int64_t n, int64_t k,
                              const void *A, int64_t lda, const void *B, int64_t ldb, void *C, int64_t ldc,
                              int accumulate) {
+  return NO_CUDA(ctx);
+}
+
+/* ---- resident.h (the GPU-resident solve) ---- */
+
+int rmaop__dev_resident_grid(rmaop_ctx ctx, int nb, int share) { return 0; }
+
+rmaop_status rmaop__dev_resident_run(rmaop_ctx ctx, const rmaop__res_args *a, int grid, const char *fn, int *stuck) {
+  if (stuck) *stuck = 0;
   return NO_CUDA(ctx);
 }

@@ -2,6 +2,7 @@
 #include "core/error.h"
 #include "core/ctx.h"
 #include "core/vec.h"
+#include "core/dtype.h"
 #include "op_impl.h"
 
 #include <math.h>
@@ -127,6 +128,50 @@ rmaop_status rmaop_op_apply_adjoint(rmaop_op A, rmaop_vec y, rmaop_vec x) {
   return rmaop_op_apply_adjoint_end(A);
 }
 
+/* sums[] of `want` over this rank's elements of in and out (rmaop_vec_mdot's partials), the others 0. */
+static rmaop_status local_sums(rmaop_vec in, rmaop_vec out, int want, double sums[RMAOP__NSUMS]) {
+  rmaop_vec x[3], y[3];
+  int n = 0, where[3];
+  if (want & RMAOP__WANT_OUT2) x[n] = out, y[n] = out, where[n++] = RMAOP__SUM_OUT2;
+  if (want & RMAOP__WANT_IN2) x[n] = in, y[n] = in, where[n++] = RMAOP__SUM_IN2;
+  if (want & RMAOP__WANT_INOUT) x[n] = in, y[n] = out, where[n++] = RMAOP__SUM_INOUT_RE;
+  double part[6];
+  RMAOP_CHECK(rmaop__vec_local_dots(n, x, y, part));
+  for (int k = 0; k < RMAOP__NSUMS; ++k) sums[k] = 0.0;
+  for (int k = 0; k < n; ++k) {
+    sums[where[k]] = part[2 * k];
+    if (where[k] == RMAOP__SUM_INOUT_RE) sums[RMAOP__SUM_INOUT_IM] = part[2 * k + 1];
+  }
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop__op_apply_fused(rmaop_op A, int adjoint, rmaop_vec in, rmaop_vec out, const rmaop__fuse *f,
+                                   double sums[RMAOP__NSUMS]) {
+  const char *fn = adjoint ? "rmaop_op_apply_adjoint (fused)" : "rmaop_op_apply (fused)";
+  RMAOP_CHECK(check_operands(A, fn, in, A ? (adjoint ? A->data : A->model) : NULL, adjoint ? "y" : "x", out,
+                             A ? (adjoint ? A->model : A->data) : NULL, adjoint ? "x" : "y"));
+  rmaop_ctx ctx = A->ctx;
+  RMAOP_REQUIRE(ctx, f != NULL && sums != NULL, RMAOP_ERR_ARG, "%s: %s is NULL", fn, f ? "sums" : "fuse");
+  RMAOP_REQUIRE(ctx, !RMAOP__ON_DEVICE(ctx), RMAOP_ERR_UNSUPPORTED,
+                "%s: operator \"%s\": the fused application is for host memory (device contexts apply and reduce)",
+                fn, A->name);
+  RMAOP_REQUIRE(ctx, !f->u || (f->u != in && f->u != out && rmaop__layout_compatible(f->u->layout, in->layout) &&
+                               f->u->dtype == in->dtype),
+                RMAOP_ERR_ARG, "%s: the update's vector u must be laid out like the input and distinct from it", fn);
+  RMAOP_REQUIRE(ctx, !f->w || (f->u && f->w != in && f->w != out && f->w != f->u &&
+                               rmaop__layout_compatible(f->w->layout, in->layout) && f->w->dtype == in->dtype),
+                RMAOP_ERR_ARG, "%s: the vector w (w += gamma in) needs an update u, in's layout and its own memory",
+                fn);
+  RMAOP_REQUIRE(ctx, !(f->want & RMAOP__WANT_INOUT) || rmaop__layout_compatible(in->layout, out->layout),
+                RMAOP_ERR_ARG, "%s: in . out asked of operator \"%s\" whose input and output layouts differ", fn,
+                A->name);
+  if (A->apply_fused) return A->apply_fused(A, adjoint, in, out, f, sums);
+  if (f->w) RMAOP_CHECK(rmaop_vec_axpy(f->w, f->gamma, in));
+  if (f->u) RMAOP_CHECK(rmaop_vec_axpby(in, f->alpha, f->beta, f->u));
+  RMAOP_CHECK(adjoint ? rmaop_op_apply_adjoint(A, in, out) : rmaop_op_apply(A, in, out));
+  return local_sums(in, out, f->want, sums);
+}
+
 /* Records the parts a composite applies (borrowed copies; the impl holds the references). */
 static void set_parts(rmaop_op C, rmaop_op a, rmaop_op b) {
   C->own_parts[0] = a;
@@ -209,6 +254,58 @@ static void sum_free(sum_impl *s) {
 }
 static void sum_destroy(rmaop_op A) { sum_free(A->impl); }
 
+/* out += tmp[0..n) (rmaop_vec_axpy's expression, in order) and the sums `want` of in and out, block by block
+ * (in L1 when summed). Host memory; a replicated layout: the additions, then rmaop_vec_mdot's partials. */
+static rmaop_status sum_accumulate(rmaop_vec out, rmaop_vec *tmp, int n, rmaop_vec in, int want,
+                                   double sums[RMAOP__NSUMS]) {
+  if (out->layout->kind != RMAOP_LAYOUT_SCATTER || in->layout->kind != RMAOP_LAYOUT_SCATTER) {
+    for (int i = 0; i < n; ++i) RMAOP_CHECK(rmaop_vec_axpy(out, 1.0, tmp[i]));
+    return local_sums(in, out, want, sums);
+  }
+  enum { BLOCK = 256 };
+  const unsigned what = ((want & RMAOP__WANT_OUT2) ? 1u : 0u) | ((want & RMAOP__WANT_IN2) ? 2u : 0u) |
+                        ((want & RMAOP__WANT_INOUT) ? 4u : 0u);
+  double lanes[4][RMAOP__SUM_LANES] = {{0}};
+  const size_t es = rmaop_dtype_size(out->dtype);
+  for (int64_t b = 0; b < out->local_n; b += BLOCK) {
+    const int64_t m = out->local_n - b < BLOCK ? out->local_n - b : BLOCK;
+    for (int i = 0; i < n; ++i)
+      RMAOP__FOR_DTYPE(out->dtype, {
+        T *restrict d = (T *)out->data + b;
+        const T *restrict t = (const T *)tmp[i]->data + b;
+        const T one = (T)1.0;
+        for (int64_t k = 0; k < m; ++k) d[k] += one * t[k];
+      });
+    if (what)
+      rmaop__host_sums(out->dtype, (const char *)in->data + (size_t)b * es, (const char *)out->data + (size_t)b * es,
+                       m, what, lanes);
+  }
+  for (int k = 0; k < RMAOP__NSUMS; ++k) {
+    sums[k] = 0.0;
+    for (int l = 0; l < RMAOP__SUM_LANES; ++l) sums[k] += lanes[k][l];
+  }
+  return RMAOP_OK;
+}
+
+/* Fused sum: part 0 through its fused application (the update of in, |in|^2), the others applied into their
+ * temporaries, then one pass adds them into out with out's sums. The parts run one after the other. */
+static rmaop_status sum_apply_fused(rmaop_op S, int adjoint, rmaop_vec in, rmaop_vec out, const rmaop__fuse *f,
+                                    double sums[RMAOP__NSUMS]) {
+  sum_impl *s = S->impl;
+  if (s->n == 1) return rmaop__op_apply_fused(s->ops[0], adjoint, in, out, f, sums);
+  rmaop_vec *tmp = adjoint ? s->tmp_model : s->tmp_data;
+  rmaop__fuse f0 = *f;
+  f0.want = f->want & RMAOP__WANT_IN2;
+  double s0[RMAOP__NSUMS];
+  RMAOP_CHECK(rmaop__op_apply_fused(s->ops[0], adjoint, in, out, &f0, s0));
+  for (int i = 1; i < s->n; ++i)
+    RMAOP_CHECK(adjoint ? rmaop_op_apply_adjoint(s->ops[i], in, tmp[i - 1])
+                        : rmaop_op_apply(s->ops[i], in, tmp[i - 1]));
+  RMAOP_CHECK(sum_accumulate(out, tmp, s->n - 1, in, f->want & ~RMAOP__WANT_IN2, sums));
+  sums[RMAOP__SUM_IN2] = s0[RMAOP__SUM_IN2];
+  return RMAOP_OK;
+}
+
 static const rmaop__op_ops sum_ops = {sum_apply_begin, sum_apply_end, sum_adjoint_begin, sum_adjoint_end, sum_destroy};
 
 /* Appends the leaf operators below A to leaves[*n..max); returns 0 when max is exceeded. */
@@ -275,6 +372,7 @@ rmaop_status rmaop_op_create_sum(int n, const rmaop_op ops[], rmaop_op *out) {
   if (st == RMAOP_OK) {
     (*out)->nparts = n;
     (*out)->parts = s->ops;
+    (*out)->apply_fused = sum_apply_fused;
   }
   if (st != RMAOP_OK) sum_free(s);
   return st;
@@ -308,6 +406,24 @@ static void product_destroy(rmaop_op AB) {
   rmaop_vec_destroy(&p->tmp);
   free(p);
 }
+/* Fused product: the first factor takes the update of in (and |in|^2), the second gives |out|^2; in . out,
+ * which no factor sees, is one more pass (rmaop_vec_mdot's partials). */
+static rmaop_status product_apply_fused(rmaop_op AB, int adjoint, rmaop_vec in, rmaop_vec out, const rmaop__fuse *f,
+                                        double sums[RMAOP__NSUMS]) {
+  product_impl *p = AB->impl;
+  rmaop__fuse f1 = *f;
+  f1.want = f->want & RMAOP__WANT_IN2;
+  const rmaop__fuse f2 = {.want = f->want & RMAOP__WANT_OUT2};
+  double s1[RMAOP__NSUMS], s2[RMAOP__NSUMS];
+  RMAOP_CHECK(rmaop__op_apply_fused(adjoint ? p->A : p->B, adjoint, in, p->tmp, &f1, s1));
+  RMAOP_CHECK(rmaop__op_apply_fused(adjoint ? p->B : p->A, adjoint, p->tmp, out, &f2, s2));
+  if (f->want & RMAOP__WANT_INOUT) RMAOP_CHECK(local_sums(in, out, RMAOP__WANT_INOUT, sums));
+  else sums[RMAOP__SUM_INOUT_RE] = sums[RMAOP__SUM_INOUT_IM] = 0.0;
+  sums[RMAOP__SUM_OUT2] = s2[RMAOP__SUM_OUT2];
+  sums[RMAOP__SUM_IN2] = s1[RMAOP__SUM_IN2];
+  return RMAOP_OK;
+}
+
 static const rmaop__op_ops product_ops = {product_apply_begin, product_apply_end, product_adjoint_begin,
                                           product_adjoint_end, product_destroy};
 
@@ -332,6 +448,7 @@ rmaop_status rmaop_op_create_product(rmaop_op A, rmaop_op B, rmaop_op *out) {
   A->refs++;
   B->refs++;
   set_parts(*out, A, B);
+  (*out)->apply_fused = product_apply_fused;
   return RMAOP_OK;
 }
 
@@ -405,6 +522,10 @@ static void adj_destroy(rmaop_op H) {
   rmaop_op A = H->impl;
   rmaop_op_destroy(&A);
 }
+static rmaop_status adj_apply_fused(rmaop_op H, int adjoint, rmaop_vec in, rmaop_vec out, const rmaop__fuse *f,
+                                    double sums[RMAOP__NSUMS]) {
+  return rmaop__op_apply_fused(H->impl, !adjoint, in, out, f, sums);
+}
 static const rmaop__op_ops adjoint_ops = {adj_apply_begin, adj_apply_end, adj_adjoint_begin, adj_adjoint_end,
                                           adj_destroy};
 
@@ -414,6 +535,7 @@ rmaop_status rmaop_op_create_adjoint(rmaop_op A, rmaop_op *out) {
   RMAOP_CHECK(rmaop__op_new(A->ctx, "adjoint", A->dtype, A->data, A->model, &adjoint_ops, A, out));
   A->refs++;
   set_parts(*out, A, NULL);
+  (*out)->apply_fused = adj_apply_fused;
   return RMAOP_OK;
 }
 

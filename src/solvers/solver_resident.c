@@ -1,0 +1,251 @@
+/* GPU-resident CG and CGLS (RMAOP_SOLVER_SCALARS=resident): the host side. Decides whether the path and the
+ * operator allow it (the ranks agree), makes the solve's window (rmaop_win_allocate on the context: GPU memory
+ * over ipc) and its device handle, lays out the halo transfers, launches the one cooperative kernel of
+ * src/device/resident.cu, and reads back the history and the stopping state once the kernel ends. Anything it
+ * cannot run goes to the device-scalar loops of solver_device.c, replayed from CUDA graphs where the path allows.
+ *
+ * Supported: float64; the rma backend on a device context whose ranks reach each other over ipc (RMAOP_RMA_TRANSPORT
+ * ipc, or auto with every rank on one node), at most RMAOP_DEVICE_MAX_PEERS ranks, no per-iteration callback;
+ * CGLS on a first or second derivative along axis 0 (any kind, 1-D or N-D), CG on D^H D or D^H D + diag(d) with
+ * such a D (bench's derivspd). */
+#include "solver_impl.h"
+
+#include <stdio.h>
+
+#include "core/config.h"
+#include "device/device.h"
+#include "device/resident.h"
+#include "solver_resident.h"
+
+enum { VIRTUAL_BLOCKS = 1056, VIRTUAL_THREADS = 256 }; /* rmaop__dev_dots' launch shape (src/device/device.cu) */
+
+int rmaop__resident_wanted(rmaop_op A, rmaop_vec x, rmaop_vec y) {
+  const rmaop_ctx ctx = A->ctx;
+  return RMAOP__ON_DEVICE(ctx) && ctx->solver_scalars == RMAOP__SCALARS_RESIDENT && rmaop__vec_device_dots_ok(x) &&
+         rmaop__vec_device_dots_ok(y);
+}
+
+/* A derivative along axis 0 of float64 (its descriptor in *d). */
+static int is_stencil(rmaop_op D, rmaop__stencil_desc *d) {
+  return D && D->dtype == RMAOP_F64 && D->nparts == 0 && rmaop__op_stencil_desc(D, d) == RMAOP_OK;
+}
+
+/* product(adjoint(D), D): *D set. */
+static int is_normal(rmaop_op P, rmaop_op *D) {
+  if (!P || strcmp(P->name, "product") != 0 || P->nparts != 2) return 0;
+  const rmaop_op H = P->parts[0];
+  if (strcmp(H->name, "adjoint") != 0 || H->nparts != 1 || H->parts[0] != P->parts[1]) return 0;
+  *D = P->parts[1];
+  return 1;
+}
+
+/* CG's operators: D^H D, or sum(D^H D, diagonal) in either order. */
+static int match_cg(rmaop_op A, rmaop_op *D, rmaop_op *diag, int *diag_first) {
+  *diag = NULL, *diag_first = 0;
+  if (is_normal(A, D)) return 1;
+  if (strcmp(A->name, "sum") != 0 || A->nparts != 2) return 0;
+  for (int k = 0; k < 2; ++k)
+    if (is_normal(A->parts[k], D) && strcmp(A->parts[1 - k]->name, "diagonal") == 0) {
+      *diag = A->parts[1 - k], *diag_first = k == 1;
+      return 1;
+    }
+  return 0;
+}
+
+/* The path: the rma backend over ipc towards every rank (win.c's rule for GPU windows), at most 16 ranks. */
+static int path_ok(rmaop_ctx ctx) {
+  rmaop_ctx_info ci;
+  if (rmaop_ctx_get_info(ctx, &ci) != RMAOP_OK || strcmp(ci.backend, "rma") != 0) return 0;
+  const int ipc = ci.rma.transport == RMAOP_TRANSPORT_IPC ||
+                  (ci.rma.transport == RMAOP_TRANSPORT_AUTO && ctx->node_size == ctx->size);
+  return ipc && ctx->size <= RMAOP_DEVICE_MAX_PEERS;
+}
+
+/* The halo transfers (rmaop__res_args: send, recv) of a stencil of gw ghost rows per side, rows split as rows[] /
+ * offs[] (every rank's), like the derivative's own halo plan (op_stencil.c, build_halo). */
+static void lay_out_halo(rmaop_ctx ctx, rmaop__res_args *a, const int64_t *rows, const int64_t *offs, int64_t N) {
+  const int me = ctx->rank;
+  const int64_t lo = offs[me], hi = offs[me] + rows[me], gw = a->gw;
+  a->nsend = a->nsend_peers = a->nrecv = 0;
+  for (int q = 0; q < ctx->size; ++q) {
+    if (q == me || rows[q] == 0) continue;
+    const int64_t want[2][2] = {{offs[q] - gw, offs[q]}, {offs[q] + rows[q], offs[q] + rows[q] + gw}};
+    const int64_t base[2] = {offs[q] - gw, offs[q] + rows[q] - gw};
+    int any = 0;
+    for (int side = 0; side < 2; ++side) {
+      int64_t s = want[side][0] > lo ? want[side][0] : lo, e = want[side][1] < hi ? want[side][1] : hi;
+      if (s < 0) s = 0;
+      if (e > N) e = N;
+      if (s < e) {
+        a->send[a->nsend++] = (rmaop__res_send){q, s - lo, e - s, s - base[side]};
+        any = 1;
+      }
+    }
+    if (any) a->send_peers[a->nsend_peers++] = q;
+    /* q sends this rank ghost rows when it owns a row of [lo - gw, lo) or [hi, hi + gw) inside [0, N) */
+    int from_q = 0;
+    if (rows[me] > 0)
+      for (int side = 0; side < 2; ++side) {
+        int64_t s = side ? hi : lo - gw, e = side ? hi + gw : lo;
+        if (s < offs[q]) s = offs[q];
+        if (e > offs[q] + rows[q]) e = offs[q] + rows[q];
+        if (s < 0) s = 0;
+        if (e > N) e = N;
+        from_q |= s < e;
+      }
+    if (from_q) a->recv[a->nrecv++] = q;
+  }
+}
+
+typedef struct {
+  rmaop_win win;
+  void *scratch[4]; /* s or t, c, partials, history */
+  rmaop__res_ctl *ctl;
+  int *progress;
+  rmaop_vec dg;
+} resident_mem;
+
+static void mem_free(rmaop_ctx ctx, resident_mem *m, int leak) {
+  if (!leak) {
+    for (int k = 0; k < 4; ++k) rmaop__dev_free(m->scratch[k]);
+    rmaop__dev_free(m->ctl);
+    rmaop__dev_host_free(m->progress);
+  }
+  rmaop_vec_destroy(&m->dg);
+  rmaop_win_destroy(&m->win);
+}
+
+/* Everything but the vectors, then the kernel, then info. Collective: entered by every rank (eligibility agreed). */
+static rmaop_status run(rmaop_op A, rmaop_op D, rmaop_op diag, rmaop__res_args *a, rmaop_vec x,
+                        const rmaop_solver_options *o, rmaop_solver_info *info, const char *fn) {
+  rmaop_ctx ctx = A->ctx;
+  resident_mem m = {0};
+  rmaop_status st = RMAOP_OK;
+  const int P = ctx->size;
+  const int64_t ninner = a->sd.ninner, n = x->local_n;
+  int64_t *rows = NULL, *offs = NULL;
+  a->gw = a->sd.hl > a->sd.hr ? a->sd.hl : a->sd.hr;
+  a->n = n;
+  const int64_t want = (n + VIRTUAL_THREADS * 4 - 1) / (VIRTUAL_THREADS * 4);
+  a->nb = n <= 0 ? 0 : (int)(want < 1 ? 1 : want > VIRTUAL_BLOCKS ? VIRTUAL_BLOCKS : want);
+  const size_t red = 2 * (size_t)P * 4 * sizeof(double);
+  a->ghost_off = (red + 127) & ~(size_t)127;
+  const size_t win_bytes = a->ghost_off + (size_t)(2 * 2 * 2 * a->gw) * (size_t)ninner * sizeof(double);
+  const size_t vbytes = (size_t)(n > 0 ? n : 1) * sizeof(double);
+  st = rmaop__calloc(ctx, 2 * (size_t)P, sizeof *rows, "resident solve layout", (void **)&rows);
+  if (st == RMAOP_OK) {
+    offs = rows + P;
+    for (int q = 0; q < P; ++q) rows[q] = D->model->sizes[q] / ninner, offs[q] = D->model->offsets[q] / ninner;
+    lay_out_halo(ctx, a, rows, offs, a->sd.cs.N);
+  }
+  const char *what[4] = {"resident solve scratch vector", "resident solve direction", "resident solve dot partials",
+                         "resident solve history"};
+  const size_t bytes[4] = {vbytes, vbytes, (size_t)(a->nb > 0 ? a->nb : 1) * 4 * sizeof(double),
+                           ((size_t)o->niter + 1) * sizeof(double)};
+  for (int k = 0; k < 4 && st == RMAOP_OK; ++k) st = rmaop__dev_malloc(ctx, bytes[k], what[k], &m.scratch[k]);
+  if (st == RMAOP_OK) st = rmaop__dev_malloc(ctx, sizeof *m.ctl, "resident solve control", (void **)&m.ctl);
+  if (st == RMAOP_OK) st = rmaop__dev_host_malloc(ctx, sizeof *m.progress, "resident solve progress", (void **)&m.progress);
+  if (st == RMAOP_OK && diag) { /* the diagonal as a vector: diag applied to ones (d * 1 is d exactly) */
+    rmaop_vec ones = NULL;
+    st = rmaop_vec_duplicate(x, &ones);
+    if (st == RMAOP_OK) st = rmaop_vec_set(ones, 1.0);
+    if (st == RMAOP_OK) st = rmaop_vec_duplicate(x, &m.dg);
+    if (st == RMAOP_OK) st = rmaop_op_apply(diag, ones, m.dg);
+    rmaop_vec_destroy(&ones);
+  }
+  st = rmaop__agree(ctx, st, fn);
+  void *wbase = NULL; /* the window's own memory; the kernel reaches it through the device handle */
+  if (st == RMAOP_OK) st = rmaop_win_allocate(ctx, win_bytes, &m.win, &wbase);
+  if (st == RMAOP_OK) st = rmaop__agree(ctx, rmaop_win_device_handle(m.win, &a->w), fn);
+  int grid = 0;
+  if (st == RMAOP_OK) {
+    const int ndev = rmaop__dev_count();
+    grid = rmaop__dev_resident_grid(ctx, a->nb, ndev > 0 ? (P + ndev - 1) / ndev : 1);
+    if (grid < 1) st = RMAOP_ERROR(ctx, RMAOP_ERR_UNSUPPORTED, "%s: GPU %d cannot launch cooperative kernels", fn, ctx->device);
+    st = rmaop__agree(ctx, st, fn);
+  }
+  int stuck = 0;
+  if (st == RMAOP_OK) {
+    a->c[1] = m.scratch[1];
+    if (a->cg) a->t = m.scratch[0];
+    else a->s[1] = m.scratch[0];
+    a->part = m.scratch[2], a->hist = m.scratch[3], a->ctl = m.ctl, a->progress = m.progress;
+    a->dg = m.dg ? m.dg->data : NULL;
+    st = rmaop__dev_resident_run(ctx, a, grid, fn, &stuck);
+  }
+  if (st == RMAOP_OK) {
+    rmaop__res_ctl ctl;
+    st = rmaop__dev_copy(ctx, &ctl, m.ctl, sizeof ctl);
+    if (st == RMAOP_OK) st = rmaop__dev_sync(ctx);
+    if (st == RMAOP_OK && ctl.abort)
+      st = RMAOP_ERROR(ctx, RMAOP_ERR_TIMEOUT, "%s: rank %d's GPU-resident solve stopped: a device-side wait for a peer "
+                       "gave up", fn, ctx->rank);
+    if (st == RMAOP_OK) {
+      info->iterations = ctl.iterations, info->reason = (rmaop_reason)ctl.reason, info->kold = ctl.kold;
+      st = rmaop__dev_copy(ctx, info->history, a->hist, ((size_t)ctl.iterations + 1) * sizeof(double));
+      if (st == RMAOP_OK) st = rmaop__dev_sync(ctx);
+    }
+  }
+  free(rows);
+  mem_free(ctx, &m, stuck);
+  return st;
+}
+
+/* Whether the kernel can run this solve, agreed by the ranks (a rank's answer can only differ through a bug, but a
+ * disagreement would leave the others waiting in the window's creation). */
+static rmaop_status eligible(rmaop_op A, rmaop_vec x, const rmaop_solver_options *o, int ok, int *all) {
+  rmaop_ctx ctx = A->ctx;
+  ok = ok && o->callback == NULL && x->dtype == RMAOP_F64 && path_ok(ctx);
+  *all = 0;
+  return rmaop__allreduce_bounded(ctx, &ok, all, 1, MPI_INT, MPI_MIN, "resident solve eligibility");
+}
+
+/* RMAOP_SOLVER_SCALARS=graph for one call: the device-scalar loops, replayed from CUDA graphs where the path can
+ * capture (solver_device.c falls back to eager device scalars where it cannot). */
+#define FALLBACK(ctx, call)                                                                                            \
+  do {                                                                                                                 \
+    const int saved_ = (ctx)->solver_scalars;                                                                          \
+    (ctx)->solver_scalars = RMAOP__SCALARS_GRAPH;                                                                      \
+    const rmaop_status st_ = (call);                                                                                   \
+    (ctx)->solver_scalars = saved_;                                                                                    \
+    return st_;                                                                                                        \
+  } while (0)
+
+rmaop_status rmaop__solve_cg_resident(rmaop_op A, rmaop_vec x, rmaop_vec r, rmaop_vec c, rmaop_vec Ac,
+                                      const rmaop_solver_options *o, rmaop_solver_info *info) {
+  static const char fn[] = "rmaop_solve_cg (resident)";
+  rmaop_op D = NULL, diag = NULL;
+  int diag_first = 0;
+  rmaop__res_args *a = NULL;
+  int ok = match_cg(A, &D, &diag, &diag_first);
+  rmaop__stencil_desc sd;
+  ok = ok && is_stencil(D, &sd) && x->local_n == sd.n * sd.ninner;
+  int go = 0;
+  RMAOP_CHECK(eligible(A, x, o, ok, &go));
+  if (!go) FALLBACK(A->ctx, rmaop__solve_cg_device(A, x, r, c, Ac, o, info));
+  rmaop_status st = rmaop__agree(A->ctx, rmaop__calloc(A->ctx, 1, sizeof *a, "resident solve", (void **)&a), fn);
+  if (st != RMAOP_OK) return st;
+  a->cg = 1, a->niter = o->niter, a->tol = o->tol, a->sd = sd, a->diag_first = diag_first;
+  a->x = x->data, a->r = r->data, a->c[0] = c->data, a->q = Ac->data;
+  st = run(A, D, diag, a, x, o, info, fn);
+  free(a);
+  return st;
+}
+
+rmaop_status rmaop__solve_cgls_resident(rmaop_op A, rmaop_vec x, rmaop_vec s, rmaop_vec q, rmaop_vec r, rmaop_vec c,
+                                        double damp2, const rmaop_solver_options *o, rmaop_solver_info *info) {
+  static const char fn[] = "rmaop_solve_cgls (resident)";
+  rmaop__res_args *a = NULL;
+  rmaop__stencil_desc sd;
+  const int ok = is_stencil(A, &sd) && x->local_n == sd.n * sd.ninner && s->local_n == x->local_n;
+  int go = 0;
+  RMAOP_CHECK(eligible(A, x, o, ok, &go));
+  if (!go) FALLBACK(A->ctx, rmaop__solve_cgls_device(A, x, s, q, r, c, damp2, o, info));
+  rmaop_status st = rmaop__agree(A->ctx, rmaop__calloc(A->ctx, 1, sizeof *a, "resident solve", (void **)&a), fn);
+  if (st != RMAOP_OK) return st;
+  a->cg = 0, a->niter = o->niter, a->tol = o->tol, a->damp2 = damp2, a->sd = sd;
+  a->x = x->data, a->s[0] = s->data, a->q = q->data, a->r = r->data, a->c[0] = c->data;
+  st = run(A, A, NULL, a, x, o, info, fn);
+  free(a);
+  return st;
+}
