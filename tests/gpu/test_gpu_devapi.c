@@ -151,12 +151,13 @@ START_TEST(test_timeout) {
   rmaop_win_device d;
   rmaop_win win = window(ctx, 4096, &base, &d);
   unsigned long long *out = results(), res[2] = {0, 0};
+  void *stream = stream_of(ctx); /* collective (RT_OK inside): on every rank, not in rank 0's branch */
   rt_watchdog(30, "test_gpu_devapi timeout: a device-side wait did not give up");
   rmaop_status st = RMAOP_OK;
   double waited = 0;
   if (rt_rank == 0) { /* rank 1 never signals */
     const double t0 = MPI_Wtime();
-    st = dk_wait(&d, stream_of(ctx), 1, 1, out) == 0 ? rmaop_ctx_synchronize(ctx) : RMAOP_ERR_CUDA;
+    st = dk_wait(&d, stream, 1, 1, out) == 0 ? rmaop_ctx_synchronize(ctx) : RMAOP_ERR_CUDA;
     waited = MPI_Wtime() - t0;
   }
   rt_watchdog(0, NULL);
