@@ -19,7 +19,7 @@ if [ "${CUDA_MPI:-0}" = 1 ]; then
   BUILD=build-gpu-cudampi
 fi
 nvidia-smi -L | tee "$OUT/gpus.txt"
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMPIEXEC_PREFLAGS="--bind-to;none" >"$OUT/configure-$BUILD.log" 2>&1 || { tail -30 "$OUT/configure-$BUILD.log"; exit 1; }
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMPIEXEC_PREFLAGS="--bind-to;none" >"$OUT/configure-$BUILD.log" 2>&1 || { tail -30 "$OUT/configure-$BUILD.log"; exit 1; }
 grep "rmaop:" "$OUT/configure-$BUILD.log"
 cmake --build "$BUILD" -j 16 -- -k >"$OUT/build-$BUILD.log" 2>&1 || grep -E "error|Error" "$OUT/build-$BUILD.log" | head -30
 ctest --test-dir "$BUILD" -L "${LABEL:-^gpu$}" -j "${JOBS:-8}" --output-on-failure "$@" >"$OUT/ctest-$BUILD.log" 2>&1

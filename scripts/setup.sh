@@ -7,7 +7,7 @@
 #   rmaop_build          configure and build into $BUILD_DIR
 #   rmaop_mpiexec_flags  print the mpiexec flags this machine needs (one per line)
 #
-# Variables read: BUILD_DIR (default build), CMAKE_BUILD_TYPE (default RelWithDebInfo), CMAKE_ARGS (extra
+# Variables read: BUILD_DIR (default build), CMAKE_BUILD_TYPE (default Release), CMAKE_ARGS (extra
 # configure arguments, word-split), JOBS (default nproc), RMAOP_SKIP_PACKAGES=1 (do not check packages),
 # SANITIZE=1 (AddressSanitizer + UBSan, CPU only; defaults BUILD_DIR=build-sanitize, CMAKE_BUILD_TYPE=Debug).
 
@@ -126,7 +126,7 @@ rmaop_build() {
   [ "${SANITIZE:-0}" = 1 ] && extra=(-DRMAOP_WITH_CUDA=OFF "${extra[@]}")
   [ -n "${RMAOP_TEST_PYTHON:-}" ] && extra=(-DRMAOP_TEST_PYTHON="$RMAOP_TEST_PYTHON" "${extra[@]}")
   rmaop_log "configuring in $BUILD_DIR"
-  cmake -S "$RMAOP_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-RelWithDebInfo}" "${extra[@]}"
+  cmake -S "$RMAOP_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" "${extra[@]}"
   rmaop_log "building with $JOBS jobs"
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
