@@ -109,15 +109,20 @@ static rmaop_status poll_bounded(rmaop_ctx ctx, MPI_Request *req, const char *wh
  * second, so a rank that comes late, whose first collective then completes with the parts the others left pending,
  * times out in the second instead of going on alone into the blocking MPI calls that follow an agreement. A rank
  * that saw the first complete enters the second at once, so either every rank completes it or none does. */
-rmaop_status rmaop__wait_bounded(rmaop_ctx ctx, MPI_Request *req, const char *what) {
+static rmaop_status wait_bounded(rmaop_ctx ctx, MPI_Request *req, const char *what, int confirm) {
   RMAOP_CHECK(poll_bounded(ctx, req, what, "joined its collective step"));
+  if (!confirm) return RMAOP_OK;
   MPI_Request commit = MPI_REQUEST_NULL;
   RMAOP_CHECK_MPI(ctx, MPI_Ibarrier(ctx->comm, &commit));
   return poll_bounded(ctx, &commit, what, "confirmed its collective step");
 }
 
-rmaop_status rmaop__allreduce_bounded(rmaop_ctx ctx, const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
-                                      const char *what) {
+rmaop_status rmaop__wait_bounded(rmaop_ctx ctx, MPI_Request *req, const char *what) {
+  return wait_bounded(ctx, req, what, 1);
+}
+
+static rmaop_status allreduce_bounded(rmaop_ctx ctx, const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
+                                      const char *what, int confirm) {
   /* The buffers MPI holds are on the heap and leaked on a timeout: a rank that comes later completes the
    * collective into them, long after the caller's (stack) buffers are gone. */
   int size = 0;
@@ -132,22 +137,35 @@ rmaop_status rmaop__allreduce_bounded(rmaop_ctx ctx, const void *in, void *out, 
     free(buf);
     return rmaop__mpi_error(ctx, rc, __FILE__, __LINE__, "MPI_Iallreduce");
   }
-  RMAOP_CHECK(rmaop__wait_bounded(ctx, &req, what)); /* leaks buf on a timeout, on purpose */
+  RMAOP_CHECK(wait_bounded(ctx, &req, what, confirm)); /* leaks buf on a timeout, on purpose */
   memcpy(out, buf + bytes, bytes);
   free(buf);
   return RMAOP_OK;
 }
 
-rmaop_status rmaop__agree(rmaop_ctx ctx, rmaop_status local, const char *where) {
+rmaop_status rmaop__allreduce_bounded(rmaop_ctx ctx, const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
+                                      const char *what) {
+  return allreduce_bounded(ctx, in, out, count, type, op, what, 1);
+}
+
+static rmaop_status agree(rmaop_ctx ctx, rmaop_status local, const char *where, int confirm) {
   /* A failed context communicates no more: every collective call that agrees on its arguments stops here. */
   RMAOP_REQUIRE_USABLE(ctx, where);
   int bad = local != RMAOP_OK, nbad = 0;
-  RMAOP_CHECK(rmaop__allreduce_bounded(ctx, &bad, &nbad, 1, MPI_INT, MPI_SUM, where));
+  RMAOP_CHECK(allreduce_bounded(ctx, &bad, &nbad, 1, MPI_INT, MPI_SUM, where, confirm));
   if (local != RMAOP_OK) return local;
   if (nbad > 0)
     return RMAOP_ERROR(ctx, RMAOP_ERR_REMOTE, "%s failed on %d other rank(s); their error messages say why", where,
                        nbad);
   return RMAOP_OK;
+}
+
+rmaop_status rmaop__agree(rmaop_ctx ctx, rmaop_status local, const char *where) {
+  return agree(ctx, local, where, 1);
+}
+
+rmaop_status rmaop__agree_unconfirmed(rmaop_ctx ctx, rmaop_status local, const char *where) {
+  return agree(ctx, local, where, 0);
 }
 
 rmaop_status rmaop__same_everywhere(rmaop_ctx ctx, const int64_t *v, int n, const char *const names[], const char *fn) {

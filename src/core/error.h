@@ -97,6 +97,10 @@ rmaop_status rmaop__wait_bounded(rmaop_ctx ctx, MPI_Request *req, const char *wh
  * failing rank, RMAOP_ERR_REMOTE (with a message naming the failed ranks' count and `where`) on ranks
  * that were fine while another failed, RMAOP_OK when all succeeded. One MPI_Allreduce. */
 rmaop_status rmaop__agree(rmaop_ctx ctx, rmaop_status local, const char *where);
+/* The same in one phase (no confirming barrier: 0.3 us less at 2 ranks), for calls that go on only into waits that
+ * are themselves bounded (the reductions), where a late rank whose agreement completed then times out instead of
+ * going on alone into a blocking MPI call. */
+rmaop_status rmaop__agree_unconfirmed(rmaop_ctx ctx, rmaop_status local, const char *where);
 /* 1 when a * b elements of 16 bytes (the largest dtype) fit in 64-bit byte counts (a, b >= 0). */
 static inline int rmaop__fits(int64_t a, int64_t b) {
   int64_t p;

@@ -84,7 +84,7 @@ rmaop_status rmaop_allreduce_begin(rmaop_ctx ctx, const double *in, double *out,
   /* Agree before the backend's collective: a rank whose count is bad cannot know the others' count, so
    * the failure cannot ride inside the reduction as it does for dots (whose sizes are fixed). The solvers'
    * reductions therefore go through rmaop_vec_mdot, which needs no second collective. */
-  RMAOP_CHECK(rmaop__agree(ctx, local, "rmaop_allreduce"));
+  RMAOP_CHECK(rmaop__agree_unconfirmed(ctx, local, "rmaop_allreduce"));
   return rmaop__reduce_flagged_begin(ctx, RMAOP_OK, in, count, op, label ? label : "allreduce", 0, finish_copy, out,
                                      (int)count, req);
 }
@@ -254,7 +254,7 @@ rmaop_status rmaop_allreduce_enqueue(rmaop_ctx ctx, const double *in, double *ou
                         !rmaop__dev_is_device_ptr(in) ? "in" : "out");
   /* As rmaop_allreduce: a bad rank cannot know the others' count, so every rank agrees first, on the
    * arguments and on the count and op (the gather plan is created per count, collectively). */
-  RMAOP_CHECK(rmaop__agree(ctx, local, "rmaop_allreduce_enqueue"));
+  RMAOP_CHECK(rmaop__agree_unconfirmed(ctx, local, "rmaop_allreduce_enqueue"));
   const int64_t v[2] = {count, (int64_t)op};
   static const char *const names[2] = {"count", "op"};
   RMAOP_CHECK(rmaop__same_everywhere(ctx, v, 2, names, "rmaop_allreduce_enqueue"));

@@ -574,7 +574,7 @@ rmaop_status rmaop_vec_mdot_enqueue(int n, const rmaop_vec x[], const rmaop_vec 
     local = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rmaop_vec_mdot_enqueue: r is not device memory (a device context leaves "
                                             "the 2n doubles in device memory)");
   /* One host collective on the arguments (a bad rank must not leave the others in the gather). */
-  RMAOP_CHECK(rmaop__agree(ctx, local, "rmaop_vec_mdot_enqueue"));
+  RMAOP_CHECK(rmaop__agree_unconfirmed(ctx, local, "rmaop_vec_mdot_enqueue"));
   return rmaop__vec_mdot_device(n, x, y, r);
 }
 
