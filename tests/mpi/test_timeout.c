@@ -1,7 +1,7 @@
 /* Test of the context's timeout (rmaop_ctx_options.timeout / RMAOP_TIMEOUT). Reference: rmaop.h says a
  * wait for a peer that exceeds the timeout returns RMAOP_ERR_TIMEOUT. Rank 0 refuses to take part in a
  * halo exchange (bad argument, rejected locally); its neighbours must come back with RMAOP_ERR_TIMEOUT
- * after about the timeout, not hang. A watchdog turns a hang into a quick failure. Needs 2+ ranks.
+ * after the timeout and within twice it, not hang. A watchdog turns a hang into a quick failure. Needs 2+ ranks.
  * On device memory (label gpu) the plan's waits are on the stream, so the error comes from the next
  * synchronization (rmaop_ctx_synchronize): the ipc kernel path's wait gives up on the GPU; behind the copy
  * path's stream memop waits and NCCL's kernels the host's drain gives up and releases the stream. */
@@ -45,7 +45,7 @@ START_TEST(test_plan_peer_absent) {
   rt_watchdog(0, NULL);
   RT_CHECK(rt_rank == 0 ? st == RMAOP_ERR_ARG : st == RMAOP_ERR_TIMEOUT, "execute -> %s after %.2f s: %s",
            rmaop_status_string(st), waited, rmaop_ctx_last_error(NULL));
-  RT_CHECK(rt_rank == 0 || (waited >= 0.9 * timeout_s && waited < 10 * timeout_s),
+  RT_CHECK(rt_rank == 0 || (waited >= 0.9 * timeout_s && waited < 2 * timeout_s),
            "returned after %.2f s with a %.2f s timeout", waited, timeout_s);
   RT_CHECK(rt_rank == 0 || strstr(rmaop_ctx_last_error(NULL), "rank 0") != NULL,
            "the timeout message does not name the absent rank 0: %s", rmaop_ctx_last_error(NULL));
