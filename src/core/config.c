@@ -16,7 +16,7 @@ static const rmaop__config_entry core_rows[] = {
     {"RMAOP_MEMORY", "host", "host|device", "where vectors and windows live"},
     {"RMAOP_TRACE", "0", "0|1|sync", "record every plan execution, reduction and epoch (sync: synchronized starts)"},
     {"RMAOP_TRACE_FILE", "", "path", "JSON trace written at rmaop_ctx_destroy when tracing is on (%r = rank)"},
-    {"RMAOP_TIMEOUT", "300", "seconds", "how long a wait for a peer may last before RMAOP_ERR_TIMEOUT"},
+    {"RMAOP_TIMEOUT", RMAOP__TIMEOUT_DEFAULT, "seconds", "how long a wait for a peer may last before RMAOP_ERR_TIMEOUT"},
     {"RMAOP_NODE_SIZE", "0", "ranks",
      "for testing and tuning: every k consecutive ranks of a node count as one node (0: the real nodes)"},
     {"RMAOP_SOLVER_SCALARS", "auto", "auto|host|device|graph|resident",

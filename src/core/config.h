@@ -18,6 +18,10 @@ typedef struct {
 
 /* Row i of every row: the core's, then each built-in backend's in registry order; NULL past the last. */
 const rmaop__config_entry *rmaop__config_row(int i);
+/* RMAOP_TIMEOUT's default (its row, config.c): also the context's timeout until its options are read, so the bounded
+ * collective steps of a creation whose options fail still wait that long. */
+#define RMAOP__TIMEOUT_DEFAULT "300"
+
 /* The option given, else the environment variable @p env (when set and not empty), else its row's default. */
 const char *rmaop__option_value(const char *given, const char *env);
 /* The number in variable @p env (else its default), in [lo, hi]; the whole string must parse, as a base-10

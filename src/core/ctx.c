@@ -30,6 +30,12 @@ static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) 
   rmaop_ctx_options_init(&o);
   if (opts) o = *opts;
   int i = 0;
+  /* The timeout first: the agreement on these options is bounded by it, also where a later option is bad. */
+  if (o.timeout > 0)
+    ctx->timeout = o.timeout;
+  else
+    RMAOP_CHECK(rmaop__option_number(ctx, "RMAOP_TIMEOUT", 0, DBL_TRUE_MIN, INFINITY, "a positive number of seconds",
+                                     &ctx->timeout));
   RMAOP_CHECK(rmaop__backend_lookup(ctx, rmaop__option_value(o.backend, "RMAOP_BACKEND"), &ctx->backend));
   RMAOP_CHECK(rmaop__parse_name(ctx, "memory kind (RMAOP_MEMORY)", rmaop__option_value(o.memory, "RMAOP_MEMORY"),
                                 rmaop__memory_names, &i));
@@ -43,11 +49,6 @@ static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) 
                                   trace_names, &i));
     ctx->trace_on = i;
   }
-  if (o.timeout > 0)
-    ctx->timeout = o.timeout;
-  else
-    RMAOP_CHECK(rmaop__option_number(ctx, "RMAOP_TIMEOUT", 0, DBL_TRUE_MIN, INFINITY, "a positive number of seconds",
-                                     &ctx->timeout));
   RMAOP_CHECK(rmaop__parse_name(ctx, "solver scalars (RMAOP_SOLVER_SCALARS)",
                                 rmaop__option_value(NULL, "RMAOP_SOLVER_SCALARS"), scalars_names, &i));
   ctx->solver_scalars = i;
@@ -101,7 +102,9 @@ static rmaop_status find_nodes(rmaop_ctx ctx) {
 static void ctx_free(rmaop_ctx ctx) {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) {
+  /* A failed context may have collectives that never complete on its communicator (a bounded wait gave up):
+   * freeing it under them crashed Open MPI's progress later, so it is leaked like the failed context's windows. */
+  if (!finalized && ctx->failed == RMAOP_OK) {
     if (ctx->node_comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->node_comm);
     if (ctx->comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->comm);
   }
@@ -123,6 +126,7 @@ rmaop_status rmaop_ctx_create(MPI_Comm comm, const rmaop_ctx_options *opts, rmao
   rmaop_ctx ctx = NULL;
   RMAOP_CHECK(rmaop__calloc(NULL, 1, sizeof *ctx, "context", (void **)&ctx));
   ctx->comm = ctx->node_comm = MPI_COMM_NULL;
+  ctx->timeout = strtod(RMAOP__TIMEOUT_DEFAULT, NULL); /* until parse_options reads it (a bad RMAOP_TIMEOUT) */
   rmaop_status st = RMAOP_OK;
   RMAOP_CHECK_MPI_GOTO(NULL, MPI_Comm_dup(comm, &ctx->comm), st, err);
   RMAOP_CHECK_MPI_GOTO(ctx, MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN), st, err);
