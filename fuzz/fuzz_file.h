@@ -28,15 +28,20 @@ static inline void fuzz_memfd(int *fd, char *path, size_t len) {
   snprintf(path, len, "/proc/self/fd/%d", *fd);
 }
 
+/* The memory file behind fd (made at first use) emptied; its name in path. */
+static inline void fuzz_empty_memfd(int *fd, char *path, size_t len) {
+  fuzz_memfd(fd, path, len);
+  if (ftruncate(*fd, 0) != 0) {
+    perror("fuzz: ftruncate");
+    abort();
+  }
+}
+
 /* The name of a file holding exactly data[0..size). Aborts when it cannot be written. */
 static inline const char *fuzz_input_file(const uint8_t *data, size_t size) {
   static int fd = -1;
   static char path[64];
-  fuzz_memfd(&fd, path, sizeof path);
-  if (ftruncate(fd, 0) != 0) {
-    perror("fuzz: ftruncate");
-    abort();
-  }
+  fuzz_empty_memfd(&fd, path, sizeof path);
   for (size_t done = 0; done < size;) {
     ssize_t n = pwrite(fd, data + done, size - done, (off_t)done);
     if (n <= 0) {
@@ -52,11 +57,7 @@ static inline const char *fuzz_input_file(const uint8_t *data, size_t size) {
 static inline const char *fuzz_scratch_file(void) {
   static int fd = -1;
   static char path[64];
-  fuzz_memfd(&fd, path, sizeof path);
-  if (ftruncate(fd, 0) != 0) {
-    perror("fuzz: ftruncate");
-    abort();
-  }
+  fuzz_empty_memfd(&fd, path, sizeof path);
   return path;
 }
 
