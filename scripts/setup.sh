@@ -11,9 +11,11 @@
 # configure arguments, word-split), JOBS (default nproc), RMAOP_SKIP_PACKAGES=1 (do not check packages),
 # SANITIZE=1 (AddressSanitizer + UBSan, CPU only; defaults BUILD_DIR=build-sanitize, CMAKE_BUILD_TYPE=Debug).
 
-# Debian bookworm packages the CPU build and tests need (python3: the tree check, tests/tree_check.py, and the Python
-# package's venv; clang and libclang-rt-dev: the libFuzzer targets, scripts/fuzz.sh).
-RMAOP_DEB_PACKAGES=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin check python3 clang libclang-rt-dev)
+# Debian bookworm packages the CPU build and tests need (libfftw3-dev: the host FFTs; python3: the tree check,
+# tests/tree_check.py, and the Python package's venv; clang and libclang-rt-dev: the libFuzzer targets,
+# scripts/fuzz.sh).
+RMAOP_DEB_PACKAGES=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin check libfftw3-dev python3 clang
+                    libclang-rt-dev)
 
 rmaop_log() { printf '%s: %s\n' "${RMAOP_SCRIPT:-rmaop}" "$*" >&2; }
 rmaop_die() {

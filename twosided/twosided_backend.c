@@ -22,7 +22,16 @@
  * buffers are device memory, MPI reads src and writes staging/dst on the GPU, and begin synchronizes the
  * context's stream first (the kernels that produced src must be done before MPI reads it). Without one,
  * sends read the core's host copy of the send ranges (rmaop__plan_send_src), receives land in host
- * staging, and rmaop__plan_unpack copies it to the device; nothing is received straight into dst. */
+ * staging, and rmaop__plan_unpack copies it to the device; nothing is received straight into dst.
+ *
+ * All-to-all plans (plan->alltoall: rmaop_plan_create_alltoall, one transfer per peer, created and executed by
+ * every rank) are one MPI_Ialltoallv per execution instead of the messages above, when every rank's counts and
+ * displacements fit an int and some rank sends to another (agreed at set-up; otherwise the messages). INSERT with
+ * disjoint destinations on host memory (or a dev_native plan) receives straight into dst; otherwise into the
+ * staging, which the shared unpack applies. Self blocks stay out of the collective (the unpack copies them). The
+ * wait polls like every other (wait_all, with the context's failure notes); a collective cannot be cancelled, so
+ * after a timeout its request and staging are leaked, never freed under MPI. A rank that fails before it joins
+ * the collective tells every rank (send_abort), which then fails at once instead of timing out. */
 #include "core/dtype.h"
 #include "core/backend.h"
 #include "device/device.h"
@@ -69,6 +78,11 @@ typedef struct {
   unsigned char *in_place; /* [nrecv_peers] this execution received origin k straight into dst */
   MPI_Status *stat;   /* [nrecv_peers + 2 nsend_peers] */
   int *persistent;    /* [nsend_peers]: req[nrecv_peers + k] is a persistent send (from pack) */
+  /* All-to-all plans executed as MPI_Ialltoallv (coll = 1) */
+  int coll;
+  int *a2a;           /* [5P]: send counts, send displacements (src), receive counts, receive displacements in dst,
+                         and in the staging; elements, self left out (count 0) */
+  MPI_Request coll_req[2]; /* the collective of this execution; [1]: wait_all's slot for the failure notes */
 } ts_plan;
 
 static MPI_Datatype elem_type(rmaop_dtype dtype) {
@@ -297,8 +311,11 @@ static void ts_plan_free(rmaop_plan plan) {
     for (int k = 0; t->smsg && k < plan->nsend_peers; ++k)
       msg_free(&t->smsg[k]);
   }
+  if (t->coll_req[0] != MPI_REQUEST_NULL)
+    t->staging = NULL; /* a collective that never completed may still write it: leaked with its request */
   buf_free(plan, t->staging);
   buf_free(plan, t->pack);
+  free(t->a2a);
   free(t->pack_disp);
   free(t->rmsg);
   free(t->smsg);
@@ -371,17 +388,58 @@ done:
   return st;
 }
 
+/* An all-to-all plan's counts and displacements for MPI_Ialltoallv, and whether the plan runs as that collective:
+ * every rank's fit an int and some rank sends to another (one bounded agreement, which also agrees on `local`, so
+ * a rank that failed before it never leaves the others waiting). */
+static rmaop_status coll_setup(rmaop_plan plan, ts_plan *t, rmaop_status local) {
+  rmaop_ctx ctx = plan->ctx;
+  const int P = ctx->size;
+  if (local == RMAOP_OK)
+    local = rmaop__calloc(ctx, 5 * (size_t)P, sizeof(int), "twosided all-to-all counts", (void **)&t->a2a);
+  int fits = local == RMAOP_OK;
+  if (fits) {
+    int *sc = t->a2a, *sd = sc + P, *rc = sc + 2 * P, *rdd = sc + 3 * P, *rds = sc + 4 * P;
+    for (int k = 0; k < plan->nsend_peers && fits; ++k) {
+      const int q = plan->send_peers[k], i = plan->send_peer_first[k];
+      const rmaop_transfer *tr = &plan->send[i];
+      fits = plan->send_peer_first[k + 1] == i + 1 && tr->count <= INT_MAX && tr->src_offset <= INT_MAX;
+      sc[q] = (int)tr->count, sd[q] = (int)tr->src_offset;
+    }
+    for (int k = 0; k < plan->nrecv_peers && fits; ++k) {
+      const int q = plan->recv_peers[k], i = plan->recv_peer_first[k];
+      const rmaop_transfer *tr = &plan->recv[i];
+      fits = plan->recv_peer_first[k + 1] == i + 1 && tr->count <= INT_MAX && tr->dst_offset <= INT_MAX &&
+             plan->recv_peer_disp[k] <= INT_MAX;
+      rc[q] = (int)tr->count, rdd[q] = (int)tr->dst_offset, rds[q] = (int)plan->recv_peer_disp[k];
+    }
+  }
+  int v[3] = {local != RMAOP_OK, !fits, plan->nsend_peers + plan->nrecv_peers > 0}, r[3];
+  RMAOP_CHECK(rmaop__allreduce_bounded(ctx, v, r, 3, MPI_INT, MPI_MAX, "twosided all-to-all set-up"));
+  if (local != RMAOP_OK) return local;
+  if (r[0]) return RMAOP_ERROR(ctx, RMAOP_ERR_REMOTE, "twosided all-to-all set-up failed on another rank; its message says why");
+  t->coll = !r[1] && r[2];
+  return RMAOP_OK;
+}
+
 static rmaop_status ts_plan_setup(rmaop_plan plan) {
   rmaop_ctx ctx = plan->ctx;
   ts_ctx *c = ctx->backend_data;
   const int nr = plan->nrecv_peers, ns = plan->nsend_peers;
   ts_plan *t = NULL;
-  RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *t, "twosided plan", (void **)&t));
+  rmaop_status made = rmaop__calloc(ctx, 1, sizeof *t, "twosided plan", (void **)&t);
+  if (made != RMAOP_OK) /* the other ranks are in the all-to-all agreement: failed there, not left waiting */
+    return plan->alltoall ? coll_setup(plan, &(ts_plan){0}, made) : made;
   plan->backend_data = t;
+  t->coll_req[0] = t->coll_req[1] = MPI_REQUEST_NULL;
   /* Numbered before anything can fail, so every rank's counter stays in step. */
   t->tag = TAG_PLAN_BASE + (int)(c->plan_seq++ % TAG_PLAN_SPAN);
+  /* First: the all-to-all agreement is collective, and every rank must reach it whatever fails below. */
+  rmaop_status st = plan->alltoall ? coll_setup(plan, t, RMAOP_OK) : RMAOP_OK;
+  if (st != RMAOP_OK) {
+    ts_plan_free(plan);
+    return st;
+  }
 
-  rmaop_status st = RMAOP_OK;
   const size_t n = (size_t)nr + 2 * (size_t)ns;
   /* One more: wait_all's slot for the context's abort receive. */
   RMAOP_CHECK_GOTO(rmaop__calloc(ctx, n + 1, sizeof(MPI_Request), "twosided requests", (void **)&t->req), st, err);
@@ -500,9 +558,59 @@ static rmaop_status begin_failed(rmaop_plan plan, rmaop_status st, int nrecv_sta
   return st;
 }
 
+/* Every other rank of the context learns that this one gave up (each wait of theirs polls for such notes). */
+static void abort_all(rmaop_ctx ctx) {
+  for (int p = 0; p < ctx->size; ++p)
+    send_abort(ctx, 1, &p);
+}
+
+/* Whether this execution of an all-to-all receives straight into dst (else into the staging). */
+static int coll_into_dst(rmaop_plan plan, const ts_plan *t) {
+  const int dst_reachable = plan->ctx->memory == RMAOP_MEMORY_HOST || plan->dev_native;
+  return plan->cur_mode == RMAOP_INSERT && t->disjoint && dst_reachable;
+}
+
+static rmaop_status coll_begin(rmaop_plan plan) {
+  rmaop_ctx ctx = plan->ctx;
+  ts_plan *t = plan->backend_data;
+  const int P = ctx->size, into_dst = coll_into_dst(plan, t);
+  const int *sc = t->a2a, *sd = sc + P, *rc = sc + 2 * P, *rd = sc + (into_dst ? 3 : 4) * P;
+  const void *src = plan->cur_src;
+  /* MPI reads src and may write dst on the GPU: the kernels that make or still read them must be done. */
+  rmaop_status st = plan->dev_native ? rmaop__dev_sync(ctx) : RMAOP_OK;
+  if (st == RMAOP_OK && plan->nsend_peers > 0 && (src = rmaop__plan_send_src(plan)) == NULL) st = RMAOP_ERR_CUDA;
+  if (st == RMAOP_OK) {
+    const MPI_Datatype type = elem_type(plan->dtype);
+    const int e = MPI_Ialltoallv(src, sc, sd, type, into_dst ? plan->cur_dst : t->staging, rc, rd, type, ctx->comm,
+                                 &t->coll_req[0]);
+    if (e == MPI_SUCCESS) return RMAOP_OK;
+    st = rmaop__mpi_error(ctx, e, __FILE__, __LINE__, "MPI_Ialltoallv(all-to-all plan)");
+  }
+  /* The others are in (or on their way into) the collective this rank cannot join: they are told, and fail at
+   * once with RMAOP_ERR_REMOTE naming this rank instead of waiting for the timeout. */
+  char why[sizeof ctx->last_error];
+  snprintf(why, sizeof why, "%s", ctx->last_error);
+  abort_all(ctx);
+  return RMAOP_FAIL(ctx, st, "plan \"%s\": this rank could not join the all-to-all and told its peers: %s",
+                    plan->label, why);
+}
+
+static rmaop_status coll_end(rmaop_plan plan) {
+  rmaop_ctx ctx = plan->ctx;
+  ts_plan *t = plan->backend_data;
+  rmaop_status st = wait_all(ctx, 1, 0, NULL, t->coll_req, t->stat, "twosided all-to-all (MPI_Ialltoallv)");
+  if (st == RMAOP_ERR_TIMEOUT || st == RMAOP_ERR_REMOTE) abort_all(ctx); /* every rank is in the collective */
+  RMAOP_CHECK(st);
+  const int into_dst = coll_into_dst(plan, t);
+  for (int k = 0; k < plan->nrecv_peers; ++k) t->in_place[k] = (unsigned char)into_dst;
+  const rmaop__unpack_from from = {.staging = t->staging, .skip = t->in_place};
+  return rmaop__plan_unpack(plan, &from);
+}
+
 static rmaop_status ts_plan_begin(rmaop_plan plan) {
   rmaop_ctx ctx = plan->ctx;
   ts_plan *t = plan->backend_data;
+  if (t->coll) return coll_begin(plan);
   const int nr = plan->nrecv_peers, ns = plan->nsend_peers;
   int rc = MPI_SUCCESS, k = 0;
   const void *src = plan->cur_src;
@@ -563,6 +671,7 @@ static rmaop_status ts_plan_begin(rmaop_plan plan) {
 static rmaop_status ts_plan_end(rmaop_plan plan) {
   rmaop_ctx ctx = plan->ctx;
   ts_plan *t = plan->backend_data;
+  if (t->coll) return coll_end(plan);
   const int nr = plan->nrecv_peers, ns = plan->nsend_peers;
   rmaop_status st = wait_all(ctx, nr + 2 * ns, nr, plan->recv_peers, t->req, t->stat, "twosided plan execution");
   if (st == RMAOP_ERR_TIMEOUT || st == RMAOP_ERR_REMOTE) { /* the peers of this exchange learn at once */

@@ -12,7 +12,12 @@
  * - op.h        operators: apply, adjoint, dot test, composites, shell, diagonal
  * - op_grid.h   derivatives, Laplacian, N-D halo, gradient
  * - op_block.h  per-rank blocks (block-diagonal, vstack, hstack), dense multiply, Fredholm1
+ * - op_fft.h    distributed N-D FFTs (PyLops-MPI MPIFFTND, MPIFFT2D) on FFTW and cuFFT
+ * - alltoall.h  all-to-all plans; redistribution of an N-D array to another distributed axis
+ * - op_signal.h multi-dimensional convolution (PyLops-MPI MPIMDC), 1-D non-stationary convolution
  * - solver.h    CG, CGLS, LSQR, pipelined CG
+ * - solver_sparse.h power iteration, ISTA, FISTA; proximal operators (L1, L2, L21), ProximalGradient, ADMML2,
+ *                 PrimalDual
  * - trace.h     per-site communication traces
  *
  * Conventions
@@ -40,7 +45,11 @@
 #include "op.h"
 #include "op_grid.h"
 #include "op_block.h"
+#include "alltoall.h"
+#include "op_fft.h"
+#include "op_signal.h"
 #include "solver.h"
+#include "solver_sparse.h"
 #include "trace.h"
 
 #endif /* RMAOP_RMAOP_H */

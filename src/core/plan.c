@@ -300,6 +300,10 @@ out:
 }
 
 rmaop_status rmaop_plan_create(rmaop_ctx ctx, const rmaop_plan_spec *spec, rmaop_plan *out) {
+  return rmaop__plan_create_marked(ctx, spec, 0, out);
+}
+
+rmaop_status rmaop__plan_create_marked(rmaop_ctx ctx, const rmaop_plan_spec *spec, int alltoall, rmaop_plan *out) {
   RMAOP_REQUIRE(NULL, ctx != NULL, RMAOP_ERR_ARG, "rmaop_plan_create: ctx is NULL");
   RMAOP_REQUIRE_USABLE(ctx, "rmaop_plan_create");
   RMAOP_CHECK(agree_spec(ctx, check_spec(ctx, spec, out), spec));
@@ -314,6 +318,7 @@ rmaop_status rmaop_plan_create(rmaop_ctx ctx, const rmaop_plan_spec *spec, rmaop
     plan->src_len = spec->src_len;
     plan->dst_len = spec->dst_len;
     plan->trace_transport = "-";
+    plan->alltoall = alltoall;
     if (!plan->label) st = RMAOP_ERROR(ctx, RMAOP_ERR_NOMEM, "rmaop_plan_create: cannot copy the label");
   }
   /* Collectives inside build() are entered by every rank: a NOMEM above is agreed first. */
@@ -344,7 +349,7 @@ rmaop_status rmaop_plan_reverse(rmaop_plan plan, const char *label, rmaop_plan *
   rmaop_plan_spec spec = {.dtype = plan->dtype, .src_len = plan->dst_len, .dst_len = plan->src_len,
                           .nsends = plan->nrecv + plan->nself, .sends = t, .nrecvs = -1, .recvs = NULL,
                           .label = label ? label : name};
-  st = rmaop_plan_create(ctx, &spec, out);
+  st = rmaop__plan_create_marked(ctx, &spec, plan->alltoall, out); /* one transfer per peer both ways */
   free(t);
   return st;
 }
@@ -510,5 +515,22 @@ rmaop_status rmaop_plan_get_info(rmaop_plan plan, rmaop_plan_info *info) {
                             .dst_len = plan->dst_len, .nsends = plan->nsend, .nrecvs = plan->nrecv,
                             .nsend_peers = plan->nsend_peers, .nrecv_peers = plan->nrecv_peers,
                             .send_count = sc, .recv_count = rc, .self_count = selfc};
+  return RMAOP_OK;
+}
+
+rmaop_status rmaop__tlist_push(rmaop_ctx ctx, rmaop__tlist *l, rmaop_transfer t, const char *what) {
+  rmaop_transfer *p = l->n ? &l->t[l->n - 1] : NULL;
+  if (p && p->peer == t.peer && p->src_offset + p->count == t.src_offset && p->dst_offset + p->count == t.dst_offset) {
+    p->count += t.count;
+    return RMAOP_OK;
+  }
+  if (l->n == l->cap) {
+    RMAOP_REQUIRE(ctx, l->cap < INT_MAX / 2, RMAOP_ERR_NOMEM, "%s: more than %d transfers", what, l->cap);
+    const int cap = l->cap ? 2 * l->cap : 64;
+    rmaop_transfer *nt = realloc(l->t, (size_t)cap * sizeof *nt);
+    RMAOP_REQUIRE(ctx, nt != NULL, RMAOP_ERR_NOMEM, "%s: out of memory for %d transfers", what, cap);
+    l->t = nt, l->cap = cap;
+  }
+  l->t[l->n++] = t;
   return RMAOP_OK;
 }

@@ -45,6 +45,11 @@ struct rmaop_plan_s {
   int nself;                 /* transfers to myself (copied src -> dst at unpack, in rank order) */
   rmaop_transfer *self;
 
+  /* Made by rmaop_plan_create_alltoall (src/core/alltoall.c), or reversed from such a plan: at most one transfer
+   * per peer, and every rank of the context creates and executes it together, so a backend may execute it as a
+   * collective (twosided: MPI_Ialltoallv). The views above are those of any plan. */
+  int alltoall;
+
   /* execution state */
   int active;                /* between begin and end */
   const void *cur_src;
@@ -70,6 +75,19 @@ struct rmaop_plan_s {
 };
 
 
+
+/* rmaop_plan_create with the all-to-all mark (plan->alltoall) given: 1 for the plans of
+ * rmaop_plan_create_alltoall, whose spec has at most one send per peer. Collective. */
+rmaop_status rmaop__plan_create_marked(rmaop_ctx ctx, const rmaop_plan_spec *spec, int alltoall, rmaop_plan *plan);
+
+/* A growing list of transfers, for operators that build a plan's sends piece by piece (free t when done). */
+typedef struct {
+  rmaop_transfer *t;
+  int n, cap;
+} rmaop__tlist;
+/* Appends @p t, merged into the previous transfer when both sides continue it contiguously. RMAOP_ERR_NOMEM
+ * naming @p what when the list cannot grow. */
+rmaop_status rmaop__tlist_push(rmaop_ctx ctx, rmaop__tlist *l, rmaop_transfer t, const char *what);
 
 /* The source a backend that moves host memory reads its sends from: plan->cur_src itself for host
  * memory or a dev_native plan; else the host shadow with every send range copied from the device

@@ -99,29 +99,6 @@ static rmaop_status check_widths(rmaop_ctx ctx, const rmaop_halo_spec *s, const 
 
 /* ---- the exchange plan ---- */
 
-typedef struct {
-  rmaop_transfer *t;
-  int n, cap;
-} tlist;
-
-/* Appends a transfer, merging it into the previous one when both sides continue contiguously. */
-static rmaop_status tlist_push(rmaop_ctx ctx, tlist *l, rmaop_transfer t) {
-  rmaop_transfer *p = l->n ? &l->t[l->n - 1] : NULL;
-  if (p && p->peer == t.peer && p->src_offset + p->count == t.src_offset && p->dst_offset + p->count == t.dst_offset) {
-    p->count += t.count;
-    return RMAOP_OK;
-  }
-  if (l->n == l->cap) {
-    RMAOP_REQUIRE(ctx, l->cap < INT_MAX / 2, RMAOP_ERR_NOMEM, "halo: more than %d transfers", l->cap);
-    const int cap = l->cap ? 2 * l->cap : 64;
-    rmaop_transfer *nt = realloc(l->t, (size_t)cap * sizeof *nt);
-    RMAOP_REQUIRE(ctx, nt != NULL, RMAOP_ERR_NOMEM, "halo: out of memory for %d transfers", cap);
-    l->t = nt, l->cap = cap;
-  }
-  l->t[l->n++] = t;
-  return RMAOP_OK;
-}
-
 /* Row-major strides of a box of extents `ext`. */
 static void strides(int ndim, const int64_t *ext, int64_t *st) {
   st[ndim - 1] = 1;
@@ -130,7 +107,7 @@ static void strides(int ndim, const int64_t *ext, int64_t *st) {
 }
 
 /* The part of my block inside rank q's extended block (clipped to the array), one transfer per row. */
-static rmaop_status sends_to(const halo *h, int q, tlist *l) {
+static rmaop_status sends_to(const halo *h, int q, rmaop__tlist *l) {
   const int nd = h->info.ndim;
   int qc[HMAX];
   int64_t a[HMAX], b[HMAX], qbase[HMAX], qext[HMAX], qst[HMAX], myst[HMAX];
@@ -155,7 +132,7 @@ static rmaop_status sends_to(const halo *h, int q, tlist *l) {
       t.src_offset += (i[d] - h->info.offset[d]) * myst[d];
       t.dst_offset += (i[d] - qbase[d]) * qst[d];
     }
-    RMAOP_CHECK(tlist_push(h->ctx, l, t));
+    RMAOP_CHECK(rmaop__tlist_push(h->ctx, l, t, "halo"));
     int d = nd - 2;
     while (d >= 0 && ++i[d] == b[d])
       i[d] = a[d], --d;
@@ -166,7 +143,7 @@ static rmaop_status sends_to(const halo *h, int q, tlist *l) {
 
 static rmaop_status build_plan(halo *h, const char *label) {
   rmaop_ctx ctx = h->ctx;
-  tlist l = {0};
+  rmaop__tlist l = {0};
   rmaop_status st = RMAOP_OK;
   for (int q = 0; q < ctx->size && st == RMAOP_OK; ++q)
     if (q != ctx->rank)
