@@ -274,3 +274,52 @@ void st_bad_vecs_free(st_bad_vecs *v) {
   rmaop_vec_destroy(&v->y), rmaop_vec_destroy(&v->x), rmaop_vec_destroy(&v->xbig), rmaop_vec_destroy(&v->x32);
   rmaop_layout_destroy(&v->big);
 }
+
+/* ---- sparsity and proximal solver tests ---- */
+
+st_problem st_make_matmul(rmaop_ctx ctx, rmaop_dtype d, int64_t N, int64_t K, st_entry_fn f) {
+  st_problem p = {.name = "matmul"};
+  p.M = st_mat_new(N, K);
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t j = 0; j < K; ++j)
+      ST_AT(p.M, i, j) = rt_round(d, f(i, j));
+  rmaop_matmul_blocks b;
+  RT_OK(rmaop_op_matmul_get_blocks(ctx, RMAOP_MATMUL_BLOCK, N, K, 1, rt_rank, &b));
+  void *a = rt_alloc(d, b.a_nrows * b.a_ncols);
+  for (int64_t i = 0; i < b.a_nrows; ++i)
+    for (int64_t j = 0; j < b.a_ncols; ++j)
+      rt_store(d, a, i * b.a_ncols + j, f(b.a_row0 + i, b.a_col0 + j));
+  rmaop_matmul_spec spec = {.kind = RMAOP_MATMUL_BLOCK, .dtype = d, .N = N, .K = K, .M = 1, .nrows = b.a_nrows,
+                            .ncols = b.a_ncols, .A = b.a_nrows * b.a_ncols > 0 ? a : NULL};
+  RT_OK(rmaop_op_create_matmul(ctx, &spec, &p.A));
+  free(a);
+  return p;
+}
+
+rmaop_vec st_vec_from(rmaop_layout l, rmaop_dtype d, const double _Complex *g) {
+  rmaop_vec v = NULL;
+  RT_OK(rmaop_vec_create(l, d, &v));
+  rmaop_vec_info info;
+  RT_OK(rmaop_vec_get_info(v, &info));
+  void *buf = rt_alloc(d, info.local_n);
+  for (int64_t i = 0; i < info.local_n; ++i)
+    rt_store(d, buf, i, g[info.offset + i]);
+  RT_OK(rmaop_vec_write_local(v, buf));
+  free(buf);
+  return v;
+}
+
+double _Complex *st_vec_global(rmaop_vec v, int64_t *n) {
+  rmaop_vec_info info;
+  RT_OK(rmaop_vec_get_info(v, &info));
+  void *buf = rt_alloc(info.dtype, info.global_n);
+  RT_OK(rmaop_vec_gather(v, 0, buf));
+  MPI_Bcast(buf, (int)(info.global_n * (int64_t)rmaop_dtype_size(info.dtype)), MPI_BYTE, 0, MPI_COMM_WORLD);
+  double _Complex *g = st_cvec(info.global_n);
+  for (int64_t i = 0; i < info.global_n; ++i)
+    g[i] = rt_load(info.dtype, buf, i);
+  free(buf);
+  if (n)
+    *n = info.global_n;
+  return g;
+}

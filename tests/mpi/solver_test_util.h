@@ -138,4 +138,17 @@ typedef struct {
 st_bad_vecs st_bad_vecs_create(rmaop_ctx ctx, const st_problem *p);
 void st_bad_vecs_free(st_bad_vecs *v);
 
+/* ---- sparsity and proximal solver tests (test_solver_sparse.c, test_solver_prox.c) ---- */
+
+/* An entry of a dense test matrix by global (row, column). */
+typedef double _Complex (*st_entry_fn)(int64_t i, int64_t j);
+/* PyLops-MPI MPIMatrixMult (block rows, one column of X): an N x K matrix of entries f(i, j) (rounded to the dtype);
+ * model SCATTER(K), data SCATTER(N), both split like rmaop_layout_create (uneven; zero rows where N < P). */
+st_problem st_make_matmul(rmaop_ctx ctx, rmaop_dtype d, int64_t N, int64_t K, st_entry_fn f);
+/* A vector on `l` (SCATTER or BROADCAST) holding the global values g (rounded to the dtype). */
+rmaop_vec st_vec_from(rmaop_layout l, rmaop_dtype d, const double _Complex *g);
+/* Every rank's copy of v's global values (its gather, broadcast); *n (when given) gets their count. The caller
+ * frees them. Collective. */
+double _Complex *st_vec_global(rmaop_vec v, int64_t *n);
+
 #endif /* RMAOP_SOLVER_TEST_UTIL_H */
