@@ -8,6 +8,9 @@
  * when rmaop_ctx_synchronize says the GPU stream is done; the slowest rank counts (MPI_MAX) and the
  * median is printed with the bytes the operation must move (this rank's vectors, 8 B per float64) and
  * the resulting GB/s. rmaop_vec_copy is the reference: its GB/s is what a pure stream reaches here.
+ * With a trace on (RMAOP_TRACE=1, or RMAOP_TRACE=sync for device memory, where only the synchronized trace times
+ * the stream's transfers) it then prints every communication site: calls and the median time inside per call,
+ * so an operator's time splits into its communication and the rest (fft2d: the redistributions' share).
  * Uses only the public API. */
 #include "bench_args.h"
 #include "problems.h"
@@ -21,6 +24,7 @@ typedef struct {
   bench_problem p;
   rmaop_vec x, c, q, s, r;
   int64_t m, d; /* local elements of the model and data vectors */
+  double es;    /* bytes per element (the problem's dtype) */
 } blocks;
 
 enum { OP_COPY, OP_AXPY, OP_AXPBY, OP_MDOT, OP_DOT, OP_APPLY, OP_ADJOINT, OP_COUNT };
@@ -44,7 +48,7 @@ static rmaop_status run_op(blocks *b, int op) {
 
 /* Bytes each operation must move: reads plus writes of this rank's vectors. */
 static double op_bytes(const blocks *b, int op) {
-  const double m = 8.0 * (double)b->m, d = 8.0 * (double)b->d;
+  const double m = b->es * (double)b->m, d = b->es * (double)b->d;
   const double bytes[OP_COUNT] = {2 * m, 3 * m, 3 * m, d + m, m, m + d, d + m};
   return bytes[op];
 }
@@ -73,6 +77,22 @@ static rmaop_status time_op(rmaop_ctx ctx, blocks *b, int op, int reps, double *
   return st;
 }
 
+/* The trace's sites over every timed operation (warm-ups included): the slowest rank's median time inside. */
+static void print_sites(rmaop_ctx ctx, int rank) {
+  int n = 0;
+  if (rmaop_trace_count(ctx, &n) != RMAOP_OK) n = 0;
+  MPI_Allreduce(MPI_IN_PLACE, &n, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* every rank loops alike */
+  if (rank == 0) printf("%-24s %-7s %8s %14s %12s\n", "trace site", "kind", "calls", "bytes/message", "us inside");
+  for (int i = 0; i < n; ++i) {
+    rmaop_trace_site t = {0};
+    double med = rmaop_trace_get(ctx, i, &t) == RMAOP_OK ? t.time_inside_median : 0.0;
+    MPI_Allreduce(MPI_IN_PLACE, &med, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0)
+      printf("%-24s %-7s %8llu %14.0f %12.2f\n", t.label ? t.label : "?", t.kind ? t.kind : "?", (unsigned long long)t.calls, t.bytes_per_message,
+             med * 1e6);
+  }
+}
+
 static rmaop_status setup(rmaop_ctx ctx, const char *problem, int64_t n, blocks *b) {
   memset(b, 0, sizeof *b);
   rmaop_status st = bench_problem_create(ctx, problem, n, &b->p);
@@ -84,7 +104,7 @@ static rmaop_status setup(rmaop_ctx ctx, const char *problem, int64_t n, blocks 
   rmaop_vec_info mi, di;
   if (st == RMAOP_OK) st = rmaop_vec_get_info(b->x, &mi);
   if (st == RMAOP_OK) st = rmaop_vec_get_info(b->q, &di);
-  if (st == RMAOP_OK) b->m = mi.local_n, b->d = di.local_n;
+  if (st == RMAOP_OK) b->m = mi.local_n, b->d = di.local_n, b->es = (double)rmaop_dtype_size(mi.dtype);
   return st;
 }
 
@@ -138,6 +158,7 @@ int main(int argc, char **argv) {
     if (rank == 0)
       printf("%-20s %12.2f %12.2f %10.1f %8.2f\n", op_names[op], t * 1e6, op_bytes(&b, op) * 1e-6, gbs, gbs / copy_gbs);
   }
+  if (st == RMAOP_OK && ci.trace) print_sites(ctx, rank);
   if (st != RMAOP_OK) fprintf(stderr, "rmaop-kernel-bench: rank %d: %s\n", rank, rmaop_ctx_last_error(ctx));
   if (ctx) teardown(&b);
   rmaop_ctx_destroy(&ctx);

@@ -14,7 +14,8 @@ typedef struct {
 /* Names of the problems, NULL-terminated. */
 extern const char *const bench_problem_names[];
 
-/* Builds problem `name` of size n on ctx (float64). Collective. derivspd (D^H D + I) is SPD: the one for CG
+/* Builds problem `name` of size n on ctx (float64; fft2d, an n x n FFT2D, complex128; mdc, n sources and
+ * receivers). Collective. derivspd (D^H D + I) is SPD: the one for CG
  * and pipelined CG; the others are least-squares problems (CGLS, LSQR). */
 rmaop_status bench_problem_create(rmaop_ctx ctx, const char *name, int64_t n, bench_problem *p);
 void bench_problem_free(bench_problem *p);

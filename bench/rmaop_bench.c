@@ -2,7 +2,7 @@
  *
  *   mpiexec -n P rmaop-bench --problem deriv1d --n 1048576 --niter 50 --backends rma,twosided,nccl \
  *                            [--sync fence,pscw,lock] [--transport auto] [--memory host|device] [--repeat 5]
- *                            [--solver cgls|lsqr|cg|pipecg] [--json out.json]
+ *                            [--solver cgls|lsqr|cg|pipecg|ista|fista] [--json out.json]
  *
  * --solver picks the solver (default cgls), or a list of them (--solver cg,pipecg): every path then runs every
  * listed solver, all repeats interleaved, and histories are compared between paths of the same solver.
@@ -85,17 +85,42 @@ enum { CGLS_PASSES_MODEL = 10, CGLS_PASSES_DATA = 7 };
  *   cg      A c, c.Ac, x += a c, r -= a Ac, r.r, c = r + b c                    14 M
  *   pipecg  {r.r, w.r} + A w, z/s/p = . + b ., x += a p, r -= a s, w -= a z      22 M
  *   lsqr    A v, u = Av - alfa u, {u.u, w.w}, u /= beta, A^H u, v = A^H u - beta v, ||v||, v /= alfa,
- *           x += t1 w, w = v + t2 w                                              15 M + 8 D */
+ *           x += t1 w, w = v + t2 w                                              15 M + 8 D
+ *   ista    A x, r = y - Ax, A^H r, u *= alpha, u += x, thr(u), xold = x, sums   14 M + 6 D
+ *   fista   ista's from z, the cost's A x and r, z = x + c (x - xold)           24 M + 10 D
+ * (ista and fista: src/solvers/solver_sparse.c, its unfused calls counted; eps 0.1, soft thresholding, the step
+ * 1 / maxeig(A^H A) from its power iteration, which is inside the solve's time; tol 0: every iteration runs;
+ * the history compared between paths is the cost.) */
 typedef struct bench_solver_s {
   const char *name, *label;
   rmaop_status (*solve)(rmaop_op, rmaop_vec, rmaop_vec, const rmaop_solver_options *, rmaop_solver_info *);
   int passes_model, passes_data;
 } bench_solver;
+/* ISTA and FISTA under the common signature: PyLops-MPI's defaults but tol 0 and the bench's niter. */
+static rmaop_status sparse_solve(int fista, rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o,
+                                 rmaop_solver_info *info) {
+  rmaop_sparse_options so;
+  rmaop_sparse_options_init(&so);
+  so.niter = o->niter;
+  so.tol = 0.0;
+  return fista ? rmaop_solve_fista(A, y, x, &so, info) : rmaop_solve_ista(A, y, x, &so, info);
+}
+static rmaop_status bench_ista(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o,
+                               rmaop_solver_info *info) {
+  return sparse_solve(0, A, y, x, o, info);
+}
+static rmaop_status bench_fista(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o,
+                                rmaop_solver_info *info) {
+  return sparse_solve(1, A, y, x, o, info);
+}
+
 static const bench_solver solvers[] = {
     {"cgls", "CGLS", rmaop_solve_cgls, CGLS_PASSES_MODEL, CGLS_PASSES_DATA},
     {"lsqr", "LSQR", rmaop_solve_lsqr, 15, 8},
     {"cg", "CG", rmaop_solve_cg, 14, 0},
     {"pipecg", "pipeCG", rmaop_solve_pipecg, 22, 0},
+    {"ista", "ISTA", bench_ista, 14, 6},
+    {"fista", "FISTA", bench_fista, 24, 10},
 };
 enum { NSOLVERS = sizeof solvers / sizeof solvers[0] };
 
@@ -136,9 +161,9 @@ static double vmax(const double *v, int n) { double m = v[0]; for (int i = 1; i 
 
 static void usage(void) {
   if (rank == 0)
-    fprintf(stderr, "usage: rmaop-bench --problem deriv1d|lap2d|bdiag|vstack|derivspd --n N --niter K [--backends rma,twosided]\n"
+    fprintf(stderr, "usage: rmaop-bench --problem deriv1d|lap2d|bdiag|vstack|derivspd|fft2d|mdc --n N --niter K [--backends rma,twosided]\n"
                     "                   [--sync fence,pscw,lock] [--transport auto|mpi|shm|ipc] [--memory host|device]\n"
-                    "                   [--repeat R] [--warmup-ms MS] [--solver cgls|lsqr|cg|pipecg] [--trace-sync]\n"
+                    "                   [--repeat R] [--warmup-ms MS] [--solver cgls|lsqr|cg|pipecg|ista|fista] [--trace-sync]\n"
                     "                   [--json FILE]\n"
                     "  --warmup-ms (default 2000): untimed solves, every path in turn, until MS milliseconds have\n"
                     "  passed (at least one each): first-use costs and a slow start stay out (README, rmaop-bench).\n"
@@ -522,7 +547,7 @@ int main(int argc, char **argv) {
     if (rmaop_vec_get_info(p->prob.x_true, &mi) != RMAOP_OK || rmaop_vec_get_info(p->prob.b, &di) != RMAOP_OK)
       die("vector info", p->ctx);
     double local[2] = {(double)(p->solver->passes_model * mi.local_n + p->solver->passes_data * di.local_n) *
-                           (double)rmaop_dtype_size(RMAOP_F64), 0};
+                           (double)rmaop_dtype_size(mi.dtype), 0};
     local[1] = bw_local > 0 ? local[0] / bw_local : 0;
     double worst[2];
     MPI_Allreduce(local, worst, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
