@@ -17,20 +17,8 @@
 #include <string.h>
 
 #include "../bench/bench_args.h" /* strict numeric options; the usage line names them */
+#include "example_util.h"    /* CHECK, g_rank, g_ctx, example_print_sites */
 
-static int g_rank;
-static rmaop_ctx g_ctx;
-
-#define CHECK(call)                                                                                                    \
-  do {                                                                                                                 \
-    rmaop_status check_status_ = (call);                                                                               \
-    if (check_status_ != RMAOP_OK) {                                                                                   \
-      const char *check_msg_ = rmaop_ctx_last_error(g_ctx); /* starts with the status name */                          \
-      fprintf(stderr, "[rank %d] %s:%d: %s: %s\n", g_rank, __FILE__, __LINE__, #call,                                  \
-              check_msg_[0] ? check_msg_ : rmaop_status_string(check_status_));                                        \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                                                    \
-    }                                                                                                                  \
-  } while (0)
 
 static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
