@@ -18,6 +18,12 @@ from .ops_grid import MPIFirstDerivative, MPIGradient, MPILaplacian, MPISecondDe
 from .ops_block import MPIBlockDiag, MPIFredholm1, MPIHStack, MPIMatrixMult, MPIStackedBlockDiag, MPIStackedVStack, MPIVStack  # noqa: F401,E501
 from .ops_halo import MPIHalo  # noqa: F401
 from .solvers import add, adjoint, cg, cgls, diagonal, lsqr, pipecg, product  # noqa: F401
+from . import proximal, sparse  # noqa: F401
+from .ops_fft import MPIFFT2D, MPIFFTND  # noqa: F401
+from .ops_signal import MPIMDC, MPINonStationaryConvolve1D  # noqa: F401
+from .redistribute import MPIRedistribute, redistribute  # noqa: F401
+from .sparse import fista, ista, power_iteration  # noqa: F401
+from .proximal import ADMML2, L1, L2, L21, MPIL2, MPIL21, PrimalDual, ProximalGradient  # noqa: F401
 
 __version__ = "0.2.0"
 

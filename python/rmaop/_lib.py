@@ -197,6 +197,80 @@ class TraceSite(Structure):
                 ("time_max", c_double), ("time_inside", c_double), ("time_inside_median", c_double)]
 
 
+# ---- FFTs, signal operators, redistribution (op_fft.h, op_signal.h, alltoall.h) ----------------------------
+FFT_NORM = {"none": 0, "1/n": 1}
+
+
+class FftSpec(Structure):
+    _fields_ = [("ndim", c_int), ("dims", c_int64 * MAX_DIMS), ("naxes", c_int), ("axes", c_int * MAX_DIMS),
+                ("nffts", c_int64 * MAX_DIMS), ("sampling", c_double * MAX_DIMS), ("norm", c_int), ("real", c_int),
+                ("ifftshift_before", c_int * MAX_DIMS), ("fftshift_after", c_int * MAX_DIMS), ("dtype", c_int),
+                ("label", c_char_p)]
+
+
+class FftInfo(Structure):
+    _fields_ = [("ndim", c_int), ("dims", c_int64 * MAX_DIMS), ("dimsd", c_int64 * MAX_DIMS), ("naxes", c_int),
+                ("axes", c_int * MAX_DIMS), ("nffts", c_int64 * MAX_DIMS), ("nfreqs", c_int64 * MAX_DIMS),
+                ("df", c_double * MAX_DIMS), ("real", c_int), ("real_model", c_int), ("model_dtype", c_int),
+                ("model_axis", c_int), ("data_axis", c_int), ("model_local", c_int64 * MAX_DIMS),
+                ("data_local", c_int64 * MAX_DIMS), ("model_offset", c_int64), ("data_offset", c_int64)]
+
+
+class MdcSpec(Structure):
+    _fields_ = [("dtype", c_int), ("nf_local", c_int64), ("ns", c_int64), ("nr", c_int64), ("G", c_void_p),
+                ("nt", c_int64), ("nv", c_int64), ("nfmax", c_int64), ("dt", c_double), ("dr", c_double),
+                ("twosided", c_int), ("conj", c_int), ("prescaled", c_int)]
+
+
+class NsconvSpec(Structure):
+    _fields_ = [("ndim", c_int), ("dims", c_int64 * MAX_DIMS), ("axis", c_int), ("local_n", c_int64),
+                ("nfilts", c_int64), ("nh", c_int64), ("hs", c_void_p), ("ih", POINTER(c_int64)), ("dtype", c_int),
+                ("label", c_char_p)]
+
+
+# ---- sparsity and proximal solvers (solver_sparse.h) ---------------------------------------------------------
+THRESH = {"soft": 0, "hard": 1, "half": 2, "soft-percentile": 3, "hard-percentile": 4, "half-percentile": 5}
+PROX_L2_SOLVER = {"cgls": 0, "cg": 1}
+ACCEL = {None: 0, "None": 0, "vandenberghe": 1, "fista": 2}
+prox_t = c_void_p
+
+
+class EigsOptions(Structure):
+    _fields_ = [("niter", c_int), ("tol", c_double), ("use_b", c_int), ("seed", c_uint)]
+
+
+class SparseOptions(Structure):
+    _fields_ = [("niter", c_int), ("x0", vec_t), ("SOp", op_t), ("eps", c_double), ("alpha", c_double),
+                ("eigs", EigsOptions), ("tol", c_double), ("threshkind", c_int), ("perc", c_double),
+                ("decay", POINTER(c_double)), ("callback", SOLVER_CALLBACK), ("user", c_void_p)]
+
+
+class ProxL2Spec(Structure):
+    _fields_ = [("Op", op_t), ("b", vec_t), ("q", vec_t), ("sigma", c_double), ("alpha", c_double),
+                ("qgrad", c_int), ("niter", c_int), ("x0", vec_t), ("warm", c_int), ("solver", c_int),
+                ("tol", c_double), ("damp", c_double)]
+
+
+PROX_CALLBACK = ctypes.CFUNCTYPE(status_t, c_void_p, c_int, vec_t, vec_t)
+
+
+class ProxgradOptions(Structure):
+    _fields_ = [("niter", c_int), ("tau", c_double), ("epsg", c_double), ("epsg_iter", POINTER(c_double)),
+                ("eta", c_double), ("acceleration", c_int), ("tol", c_double), ("history", c_int),
+                ("callback", PROX_CALLBACK), ("user", c_void_p)]
+
+
+class Admml2Options(Structure):
+    _fields_ = [("niter", c_int), ("tau", c_double), ("z0", vec_t), ("gfirst", c_int), ("inner", SolverOptions),
+                ("history", c_int), ("callback", PROX_CALLBACK), ("user", c_void_p)]
+
+
+class PrimaldualOptions(Structure):
+    _fields_ = [("niter", c_int), ("tau", c_double), ("mu", c_double), ("tau_iter", POINTER(c_double)),
+                ("mu_iter", POINTER(c_double)), ("theta", c_double), ("z", vec_t), ("gfirst", c_int),
+                ("history", c_int), ("callback", PROX_CALLBACK), ("user", c_void_p)]
+
+
 lib.rmaop_type_size.restype = c_size_t
 lib.rmaop_type_size.argtypes = [c_char_p]
 
@@ -206,7 +280,12 @@ _MIRRORS = {"rmaop_ctx_options": CtxOptions, "rmaop_ctx_info": CtxInfo, "rmaop_l
             "rmaop_halo_spec": HaloSpec, "rmaop_halo_info": HaloInfo, "rmaop_block": Block,
             "rmaop_matmul_blocks": MatmulBlocks, "rmaop_matmul_spec": MatmulSpec,
             "rmaop_solver_options": SolverOptions, "rmaop_solver_info": SolverInfo,
-            "rmaop_trace_site": TraceSite}
+            "rmaop_trace_site": TraceSite, "rmaop_fft_spec": FftSpec, "rmaop_fft_info": FftInfo,
+            "rmaop_mdc_spec": MdcSpec, "rmaop_nsconv_spec": NsconvSpec, "rmaop_eigs_options": EigsOptions,
+            "rmaop_sparse_options": SparseOptions, "rmaop_prox_l2_spec": ProxL2Spec,
+            "rmaop_proxgrad_options": ProxgradOptions, "rmaop_admml2_options": Admml2Options,
+            "rmaop_primaldual_options": PrimaldualOptions, "rmaop_fft_norm": c_int, "rmaop_thresh_kind": c_int,
+            "rmaop_prox_l2_solver": c_int, "rmaop_accel": c_int}
 for _name, _cls in _MIRRORS.items():
     _want = lib.rmaop_type_size(_name.encode())
     if _want != ctypes.sizeof(_cls):
@@ -274,6 +353,39 @@ _proto("rmaop_solver_options_init", [_P(SolverOptions)], None)
 _proto("rmaop_solver_info_destroy", [_P(SolverInfo)], None)
 for _s in ("cg", "cgls", "lsqr", "pipecg"):
     _proto(f"rmaop_solve_{_s}", [op_t, vec_t, vec_t, _P(SolverOptions), _P(SolverInfo)])
+_proto("rmaop_vec_stack_part", [vec_t, c_int, _P(vec_t)])
+_proto("rmaop_op_create_fftnd", [ctx_t, _P(FftSpec), _P(op_t)])
+_proto("rmaop_op_fft_get_info", [op_t, _P(FftInfo)])
+_proto("rmaop_op_fft_get_freqs", [op_t, c_int, _P(c_double)])
+_proto("rmaop_op_create_mdc", [ctx_t, _P(MdcSpec), _P(op_t)])
+_proto("rmaop_op_create_nonstationary_convolve1d", [ctx_t, _P(NsconvSpec), _P(op_t)])
+_proto("rmaop_layout_create_axis", [ctx_t, c_int, _P(c_int64), c_int, _P(layout_t)])
+_proto("rmaop_op_create_redistribute", [ctx_t, c_int, c_int, _P(c_int64), c_int, c_int64, c_int, _P(op_t)])
+_proto("rmaop_vec_redistribute", [vec_t, c_int, _P(c_int64), c_int, c_int, vec_t])
+_proto("rmaop_eigs_options_init", [_P(EigsOptions)], None)
+_proto("rmaop_power_iteration", [op_t, vec_t, _P(EigsOptions), _P(c_double * 2), _P(c_int)])
+_proto("rmaop_sparse_step_size", [op_t, _P(EigsOptions), _P(c_double)])
+_proto("rmaop_thresh_parse", [c_char_p, _P(c_int)])
+_proto("rmaop_thresh_name", [c_int], c_char_p)
+_proto("rmaop_sparse_options_init", [_P(SparseOptions)], None)
+for _s in ("ista", "fista"):
+    _proto(f"rmaop_solve_{_s}", [op_t, vec_t, vec_t, _P(SparseOptions), _P(SolverInfo)])
+_proto("rmaop_prox_create_l1", [ctx_t, c_double, vec_t, _P(prox_t)])
+_proto("rmaop_prox_l2_spec_init", [_P(ProxL2Spec)], None)
+_proto("rmaop_prox_create_l2", [ctx_t, _P(ProxL2Spec), _P(prox_t)])
+_proto("rmaop_prox_create_l21", [ctx_t, c_int, c_double, _P(prox_t)])
+_proto("rmaop_prox_destroy", [_P(prox_t)], None)
+_proto("rmaop_prox_apply", [prox_t, c_double, vec_t, vec_t])
+_proto("rmaop_prox_apply_dual", [prox_t, c_double, vec_t, vec_t])
+_proto("rmaop_prox_norm", [prox_t, vec_t, _P(c_double)])
+_proto("rmaop_prox_grad", [prox_t, vec_t, vec_t])
+_proto("rmaop_proxgrad_options_init", [_P(ProxgradOptions)], None)
+_proto("rmaop_admml2_options_init", [_P(Admml2Options)], None)
+_proto("rmaop_primaldual_options_init", [_P(PrimaldualOptions)], None)
+_proto("rmaop_solve_proximal_gradient", [prox_t, prox_t, vec_t, vec_t, _P(ProxgradOptions), _P(SolverInfo)])
+_proto("rmaop_solve_admml2", [prox_t, op_t, vec_t, op_t, vec_t, vec_t, vec_t, _P(Admml2Options), _P(SolverInfo)])
+_proto("rmaop_solve_primal_dual", [prox_t, prox_t, op_t, vec_t, vec_t, vec_t, vec_t, _P(PrimaldualOptions),
+                                   _P(SolverInfo)])
 _proto("rmaop_trace_enable", [ctx_t, c_int])
 _proto("rmaop_trace_reset", [ctx_t])
 _proto("rmaop_trace_count", [ctx_t, _P(c_int)])
