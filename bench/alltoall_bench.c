@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_agree.h"
 #include "bench_args.h"
 
 #define MAXS 16
@@ -68,26 +69,8 @@ static cudaStream_t stream;
 
 /* ---- small helpers ---- */
 
-/* Every rank learns whether any failed; rank 0 keeps the first failing rank's message in why. Collective. */
-static int agree(int failed, const char *msg, char *why) {
-  int any = 0;
-  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (!any)
-    return 0;
-  int who = failed ? rank : P, first = P;
-  MPI_Allreduce(&who, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  char buf[ERRLEN];
-  snprintf(buf, sizeof buf, "%s", failed ? msg : "");
-  if (first != 0) {
-    if (rank == first)
-      MPI_Send(buf, ERRLEN, MPI_CHAR, 0, 7, MPI_COMM_WORLD);
-    if (rank == 0)
-      MPI_Recv(buf, ERRLEN, MPI_CHAR, first, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  }
-  if (rank == 0 && why && !why[0])
-    snprintf(why, ERRLEN, "rank %d: %.480s", first, buf);
-  return 1;
-}
+/* bench_agree (bench_agree.h) with this program's message size. */
+static int agree(int failed, const char *msg, char *why) { return bench_agree(failed, msg, why, ERRLEN); }
 
 static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;

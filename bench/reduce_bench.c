@@ -35,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_agree.h"
+
 #define MAXC 8    /* doubles */
 #define NCOUNT 4  /* 1, 2, 4, 8 */
 #define MAXWAY 16 /* columns */
@@ -142,26 +144,8 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Every rank learns whether any failed; rank 0 keeps the first failing rank's message. Collective. */
-static int agree(int failed, const char *msg, char *why) {
-  int any = 0;
-  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (!any)
-    return 0;
-  int who = failed ? rank : size, first = size;
-  MPI_Allreduce(&who, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  char buf[ERRLEN];
-  snprintf(buf, sizeof buf, "%s", failed ? msg : "");
-  if (first != 0) {
-    if (rank == first)
-      MPI_Send(buf, ERRLEN, MPI_CHAR, 0, 7, MPI_COMM_WORLD);
-    if (rank == 0)
-      MPI_Recv(buf, ERRLEN, MPI_CHAR, first, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  }
-  if (rank == 0)
-    snprintf(why, ERRLEN, "rank %d: %.480s", first, buf);
-  return 1;
-}
+/* bench_agree (bench_agree.h) with this program's message size. */
+static int agree(int failed, const char *msg, char *why) { return bench_agree(failed, msg, why, ERRLEN); }
 
 /* Checks the sum, then times reps repetitions; w->t[k] = the slowest rank's median. Collective. */
 static void measure(way *w, op_fn op) {
