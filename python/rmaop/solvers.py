@@ -196,7 +196,7 @@ def cgls(Op, y, x0, niter=10, damp=0.0, tol=1e-4, show=False, itershow=(10, 10, 
     differ unless damp is 1; both minimize ||y - A x||^2 + damp^2 ||x||^2."""
     r = _run("cgls", Op, y, x0, niter, show, callback, tol=float(tol), damp=float(damp))
     r1 = Op.last_solve["kold"]
-    r2 = float(np.sqrt(r.cost[-1] ** 2 + damp ** 2 * _norm2(Op, Op._m, r.xbuf)))
+    r2 = float(np.sqrt(r.cost[-1] ** 2 + damp ** 2 * _norm2(Op, Op._m, r.xbuf))) if damp else float(r.cost[-1])
     return r.x, (1 if r1 < tol else 2), r.iters, r1, r2, r.cost
 
 
