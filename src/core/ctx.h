@@ -23,6 +23,9 @@ enum { RMAOP__SCALARS_AUTO, RMAOP__SCALARS_HOST, RMAOP__SCALARS_DEVICE, RMAOP__S
  * (src/device/built.h), where no device context can exist. */
 #define RMAOP__ON_DEVICE(obj) (RMAOP__DEV_BUILT && (obj)->memory == RMAOP_MEMORY_DEVICE)
 
+/* Work buffers a context keeps between solves (rmaop__work_alloc). */
+#define RMAOP__WORK_CACHE 8
+
 struct rmaop_ctx_s {
   MPI_Comm comm;          /* duplicate, MPI_ERRORS_RETURN */
   int rank, size;
@@ -64,6 +67,14 @@ struct rmaop_ctx_s {
   struct rmaop__dev_release *dev_release; /* releases of stream work that can block for good (device.h) */
   int ndev_release, cap_dev_release;
   int mpi_cuda_aware;   /* the MPI library accepts device pointers (MPIX_Query_cuda_support at creation) */
+  /* Internal work buffers kept for the next use (src/core/mem.c, rmaop__work_alloc): the solvers' vectors and
+   * scalars, so that a solve called again allocates nothing (no cudaMalloc, cudaFree or page faults). */
+  struct {
+    void *p;
+    size_t bytes;
+    int pinned;
+  } work[RMAOP__WORK_CACHE];
+  int nwork;
   char last_error[1024];
   int error_held;       /* rmaop__error_hold: > 0 keeps last_error */
   /* A failed exchange (a wait timed out, or a peer gave up in the middle of one: src/core/error.c) leaves peers in

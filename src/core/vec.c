@@ -123,6 +123,24 @@ rmaop_status rmaop_vec_duplicate(rmaop_vec x, rmaop_vec *out) {
   return rmaop_vec_create(x->layout, x->dtype, out);
 }
 
+rmaop_status rmaop__vec_work(rmaop_vec like, rmaop_vec *out) {
+  RMAOP_CHECK(check_vec(NULL, "rmaop__vec_work", "like", like));
+  rmaop_ctx ctx = like->ctx;
+  rmaop_vec v = NULL;
+  RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *v, "work vector", (void **)&v));
+  const size_t bytes = (size_t)like->local_n * rmaop_dtype_size(like->dtype);
+  rmaop_status st = rmaop__work_alloc(ctx, 0, bytes, "work vector data", &v->data);
+  if (st != RMAOP_OK) {
+    free(v);
+    return st;
+  }
+  *v = (struct rmaop_vec_s){.ctx = ctx, .layout = like->layout, .dtype = like->dtype, .memory = ctx->memory,
+                            .local_n = like->local_n, .data = v->data, .refs = 1, .work = 1};
+  like->layout->refs++;
+  *out = v;
+  return RMAOP_OK;
+}
+
 void rmaop_vec_destroy(rmaop_vec *pv) {
   if (!pv || !*pv) return;
   rmaop_vec v = *pv;
@@ -131,6 +149,11 @@ void rmaop_vec_destroy(rmaop_vec *pv) {
   rmaop_layout_destroy(&v->layout);
   if (v->parent) { /* a view: the memory is the parent's */
     rmaop_vec_destroy(&v->parent);
+    free(v);
+    return;
+  }
+  if (v->work) { /* back to the context's cache: the next user is ordered after this one by the stream */
+    rmaop__work_free(v->ctx, 0, v->data, (size_t)v->local_n * rmaop_dtype_size(v->dtype));
     free(v);
     return;
   }

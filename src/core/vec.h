@@ -36,6 +36,7 @@ struct rmaop_vec_s {
   int refs;          /* views (rmaop_vec_stack_part) keep their parent's memory alive */
   rmaop_vec parent;  /* a view: the stacked vector whose memory it aliases (NULL otherwise) */
   int borrowed;      /* data is the caller's (rmaop_vec_create_with_array): never freed here */
+  int work;          /* data is a work buffer of the context (rmaop__vec_work): goes back to its cache */
 };
 
 
@@ -84,6 +85,19 @@ void rmaop__mem_free(rmaop_ctx ctx, void **p);
 rmaop_status rmaop__mem_copy(rmaop_ctx ctx, void *dst, const void *src, size_t bytes);
 /* dst[0 .. n) = 0 in dtype dt. */
 rmaop_status rmaop__mem_zero(rmaop_ctx ctx, rmaop_dtype dt, void *dst, int64_t n);
+
+/* Work buffers (src/core/mem.c): internal buffers that the context keeps when they are released, for the next
+ * request of the same size (at most RMAOP__WORK_CACHE; the oldest goes first), so that a solver called again
+ * allocates nothing. In the context's memory kind, or page-locked host memory (`pinned`, device contexts).
+ * Zero filled when handed out; on the device the zeroing and the previous user's work are ordered by the
+ * context's stream, which is why only buffers that nothing but that stream touches may be work buffers (the
+ * solvers' own vectors and scalars, never a user's). An allocation that fails frees the cache and tries again;
+ * rmaop_ctx_destroy frees it (rmaop__work_flush). */
+rmaop_status rmaop__work_alloc(rmaop_ctx ctx, int pinned, size_t bytes, const char *what, void **out);
+void rmaop__work_free(rmaop_ctx ctx, int pinned, void *p, size_t bytes);
+void rmaop__work_flush(rmaop_ctx ctx);
+/* rmaop_vec_duplicate(like) for a solver's own use, its memory a work buffer; rmaop_vec_destroy returns it. */
+rmaop_status rmaop__vec_work(rmaop_vec like, rmaop_vec *out);
 
 #ifdef __cplusplus
 }

@@ -168,9 +168,9 @@ rmaop_status rmaop_solve_cg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_so
   solve_clock clk = {0}; /* set by solver_start; zeroed for gcc -O2 -Wmaybe-uninitialized */
   RMAOP_CHECK(solver_start("rmaop_solve_cg", A, y, x, o, info, &clk, NULL));
   rmaop_vec r = NULL, c = NULL, Ac = NULL;
-  rmaop_status st = rmaop_vec_duplicate(x, &r);
-  if (st == RMAOP_OK) st = rmaop_vec_duplicate(x, &c);
-  if (st == RMAOP_OK) st = rmaop_vec_duplicate(x, &Ac);
+  rmaop_status st = rmaop__vec_work(x, &r);
+  if (st == RMAOP_OK) st = rmaop__vec_work(x, &c);
+  if (st == RMAOP_OK) st = rmaop__vec_work(x, &Ac);
   RMAOP_CHECK_GOTO(st, st, out);
   RMAOP_CHECK_GOTO(initial_residual(A, y, x, o, r), st, out);
   RMAOP_CHECK_GOTO(rmaop_vec_copy(r, c), st, out);
@@ -225,10 +225,10 @@ rmaop_status rmaop_solve_cgls(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_
   RMAOP_CHECK(solver_start("rmaop_solve_cgls", A, y, x, o, info, &clk, NULL));
   const double damp2 = o->damp * o->damp;
   rmaop_vec s = NULL, q = NULL, r = NULL, c = NULL;
-  rmaop_status st = rmaop_vec_duplicate(y, &s);
-  if (st == RMAOP_OK) st = rmaop_vec_duplicate(y, &q);
-  if (st == RMAOP_OK) st = rmaop_vec_duplicate(x, &r);
-  if (st == RMAOP_OK) st = rmaop_vec_duplicate(x, &c);
+  rmaop_status st = rmaop__vec_work(y, &s);
+  if (st == RMAOP_OK) st = rmaop__vec_work(y, &q);
+  if (st == RMAOP_OK) st = rmaop__vec_work(x, &r);
+  if (st == RMAOP_OK) st = rmaop__vec_work(x, &c);
   RMAOP_CHECK_GOTO(st, st, out);
   RMAOP_CHECK_GOTO(initial_residual(A, y, x, o, s), st, out);
   RMAOP_CHECK_GOTO(rmaop_op_apply_adjoint(A, s, r), st, out);

@@ -156,10 +156,11 @@ out:
 static rmaop_status dev_solve(dev_solver *v, rmaop_status (*init)(const dev_solver *v), const rmaop_solver_options *o,
                               rmaop_solver_info *info) {
   rmaop_ctx ctx = v->A->ctx;
-  rmaop_status st = rmaop__dev_malloc(ctx, 16 * sizeof(double), "device solver scalars", (void **)&v->d);
+  /* Work buffers of the context (src/core/mem.c): a solve called again allocates and frees nothing. */
+  rmaop_status st = rmaop__work_alloc(ctx, 0, 16 * sizeof(double), "device solver scalars", (void **)&v->d);
   if (st == RMAOP_OK)
-    st = rmaop__dev_host_malloc(ctx, RMAOP__CG_NSLOTS * sizeof(double), "host copy of the solver scalars",
-                                (void **)&v->h);
+    st = rmaop__work_alloc(ctx, 1, RMAOP__CG_NSLOTS * sizeof(double), "host copy of the solver scalars",
+                           (void **)&v->h);
   RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, v->fn), st, out);
   RMAOP_CHECK_GOTO(init(v), st, out);
   RMAOP_CHECK_GOTO(rmaop__dev_fetch_begin(ctx, v->h, v->d + 8, RMAOP__CG_NSLOTS), st, out);
@@ -169,9 +170,11 @@ static rmaop_status dev_solve(dev_solver *v, rmaop_status (*init)(const dev_solv
   info->kold = kold;
   if (st == RMAOP_OK && info->reason != RMAOP_REASON_BREAKDOWN && kold <= o->tol) info->reason = RMAOP_REASON_TOL;
 out:
-  if (v->d) (void)rmaop__dev_sync(ctx); /* nothing enqueued may still use d when it goes */
-  rmaop__dev_free(v->d);
-  rmaop__dev_host_free(v->h);
+  /* d's next user is ordered after this solve's kernels by the stream; h is read by the host only after the
+   * copies into it were waited for, except after a failure: then the stream is drained before h is reused. */
+  if (st != RMAOP_OK && v->h) (void)rmaop__dev_sync(ctx);
+  rmaop__work_free(ctx, 0, v->d, 16 * sizeof(double));
+  rmaop__work_free(ctx, 1, v->h, RMAOP__CG_NSLOTS * sizeof(double));
   return st;
 }
 

@@ -152,11 +152,11 @@ rmaop_status rmaop_solve_lsqr(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_
   RMAOP_CHECK(solver_start("rmaop_solve_lsqr", A, y, x, o, info, &clk, check_extra));
   lsqr_state S = lsqr_init_state(o);
   rmaop_vec u = NULL, Av = NULL, v = NULL, w = NULL, AHu = NULL;
-  rmaop_status st = rmaop_vec_duplicate(y, &u);
-  if (st == RMAOP_OK) st = rmaop_vec_duplicate(y, &Av);
-  if (st == RMAOP_OK) st = rmaop_vec_duplicate(x, &v);
-  if (st == RMAOP_OK) st = rmaop_vec_duplicate(x, &w);
-  if (st == RMAOP_OK) st = rmaop_vec_duplicate(x, &AHu);
+  rmaop_status st = rmaop__vec_work(y, &u);
+  if (st == RMAOP_OK) st = rmaop__vec_work(y, &Av);
+  if (st == RMAOP_OK) st = rmaop__vec_work(x, &v);
+  if (st == RMAOP_OK) st = rmaop__vec_work(x, &w);
+  if (st == RMAOP_OK) st = rmaop__vec_work(x, &AHu);
   RMAOP_CHECK_GOTO(st, st, out);
   RMAOP_CHECK_GOTO(lsqr_setup(A, y, x, o, &S, u, v, w), st, out);
   info->history[0] = S.beta;
@@ -277,7 +277,7 @@ rmaop_status rmaop_solve_pipecg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmao
   pipecg_vecs V = {NULL, NULL, NULL, NULL, NULL, NULL};
   rmaop_vec *all[6] = {&V.r, &V.w, &V.q, &V.z, &V.s, &V.p};
   rmaop_status st = RMAOP_OK;
-  for (int i = 0; i < 6 && st == RMAOP_OK; ++i) st = rmaop_vec_duplicate(x, all[i]); /* zero */
+  for (int i = 0; i < 6 && st == RMAOP_OK; ++i) st = rmaop__vec_work(x, all[i]); /* zero */
   if (st == RMAOP_OK) st = pipecg_start(A, y, x, o, &V);
   if (st == RMAOP_OK) st = pipecg_loop(A, y, x, o, info, &V);
   solver_stop(&clk);

@@ -8,6 +8,9 @@
 
 #include "rmaop_test.h"
 
+#include "core/ctx.h" /* the context's work buffers (rmaop__vec_work) */
+#include "core/vec.h"
+
 static rmaop_ctx ctx;
 static void setup(void) {
   ctx = rt_ctx();
@@ -545,6 +548,52 @@ START_TEST(test_with_array) {
 }
 END_TEST
 
+/* The solvers' work vectors: a released one is kept by the context and handed out again for the same size,
+ * zero filled; a different size gets other memory; past RMAOP__WORK_CACHE buffers the oldest is freed, and the
+ * context's destroy frees the rest (leak checks under SANITIZE=1). */
+START_TEST(test_work_vectors) {
+  rmaop_layout l = NULL;
+  RT_OK(rmaop_layout_create(ctx, RMAOP_LAYOUT_SCATTER, 1000, &l));
+  rmaop_vec x = NULL, a = NULL, b = NULL;
+  RT_OK(rmaop_vec_create(l, RMAOP_F64, &x));
+  RT_OK(rmaop__vec_work(x, &a));
+  RT_OK(rmaop_vec_set(a, 5.0));
+  void *pa = NULL, *pb = NULL;
+  RT_OK(rmaop_vec_get_array(a, &pa));
+  rmaop_vec_destroy(&a);
+  RT_CHECK(ctx->nwork == 1, "the released work vector was not kept (%d buffers kept)", ctx->nwork);
+  RT_OK(rmaop__vec_work(x, &b));
+  RT_OK(rmaop_vec_get_array(b, &pb));
+  RT_CHECK(pb == pa && ctx->nwork == 0, "the kept buffer %p was not handed out again (got %p, %d kept)", pa, pb,
+           ctx->nwork);
+  rmaop_vec_info info;
+  RT_OK(rmaop_vec_get_info(b, &info));
+  double h[1000];
+  RT_OK(rmaop_vec_read_local(b, h));
+  int64_t nonzero = 0;
+  for (int64_t i = 0; i < info.local_n; ++i) nonzero += h[i] != 0.0;
+  RT_CHECK(nonzero == 0, "%lld elements of a reused work vector are not zero", (long long)nonzero);
+  rmaop_vec_destroy(&b);
+
+  rmaop_vec f = NULL, v[RMAOP__WORK_CACHE + 2];
+  RT_OK(rmaop_vec_create(l, RMAOP_F32, &f)); /* half the bytes: not the kept buffer */
+  RT_OK(rmaop__vec_work(f, &a));
+  RT_OK(rmaop_vec_get_array(a, &pa));
+  RT_CHECK(pa != pb && ctx->nwork == 1, "a work vector of another size took the kept buffer");
+  rmaop_vec_destroy(&a);
+  for (int i = 0; i < RMAOP__WORK_CACHE + 2; ++i) RT_OK(rmaop__vec_work(x, &v[i]));
+  RT_CHECK(ctx->nwork == 1, "%d buffers kept, expected the float32 one only", ctx->nwork);
+  for (int i = 0; i < RMAOP__WORK_CACHE + 2; ++i) rmaop_vec_destroy(&v[i]);
+  RT_CHECK(ctx->nwork == RMAOP__WORK_CACHE, "%d buffers kept, expected at most %d", ctx->nwork, RMAOP__WORK_CACHE);
+  int f32_kept = 0;
+  for (int i = 0; i < ctx->nwork; ++i) f32_kept += ctx->work[i].p == pa;
+  RT_CHECK(f32_kept == 0, "the oldest buffer (float32) was kept when the cache overflowed");
+  rmaop_vec_destroy(&f);
+  rmaop_vec_destroy(&x);
+  rmaop_layout_destroy(&l);
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("vec");
   TCase *tc = tcase_create("vec");
@@ -558,6 +607,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_mismatch_on_one_rank);
   tcase_add_test(tc, test_null_handles);
   tcase_add_test(tc, test_with_array);
+  tcase_add_test(tc, test_work_vectors);
   suite_add_tcase(s, tc);
   return s;
 }
