@@ -128,13 +128,16 @@ static rmaop_status dev_loop(const dev_solver *v, const rmaop_solver_options *o,
     RMAOP_CHECK_GOTO(dev_capture(v, exec, &captured), st, out);
   info->graph = captured;
   while (info->iterations < o->niter && kold > o->tol) {
+    /* The last iteration by count makes no next iteration's first operands (part 1: an operator application
+     * whose result nobody reads); after a tolerance stop they were made in vain, unavoidably. */
+    const int next = info->iterations + 1 < o->niter;
     if (captured) {
       RMAOP_CHECK_GOTO(rmaop__dev_graph_launch(ctx, exec[0], v->fn, 0), st, out);
       RMAOP_CHECK_GOTO(rmaop__dev_fetch_mark(ctx), st, out);
-      RMAOP_CHECK_GOTO(rmaop__dev_graph_launch(ctx, exec[1], v->fn, 1), st, out);
+      if (next) RMAOP_CHECK_GOTO(rmaop__dev_graph_launch(ctx, exec[1], v->fn, 1), st, out);
     } else {
       RMAOP_CHECK_GOTO(v->part(v, 0, 0), st, out);
-      RMAOP_CHECK_GOTO(v->part(v, 0, 1), st, out);
+      if (next) RMAOP_CHECK_GOTO(v->part(v, 0, 1), st, out);
     }
     RMAOP_CHECK_GOTO(rmaop__dev_fetch_wait(ctx, v->fn), st, out);
     if (v->h[RMAOP__CG_BREAKDOWN] != 0.0) {
@@ -170,9 +173,9 @@ static rmaop_status dev_solve(dev_solver *v, rmaop_status (*init)(const dev_solv
   info->kold = kold;
   if (st == RMAOP_OK && info->reason != RMAOP_REASON_BREAKDOWN && kold <= o->tol) info->reason = RMAOP_REASON_TOL;
 out:
-  /* d's next user is ordered after this solve's kernels by the stream; h is read by the host only after the
-   * copies into it were waited for, except after a failure: then the stream is drained before h is reused. */
-  if (st != RMAOP_OK && v->h) (void)rmaop__dev_sync(ctx);
+  /* The solve ends with its GPU work done (inside time_total, as the host loop's); d and h then go back to the
+   * context's cache with nothing enqueued using them. */
+  if (v->d) (void)rmaop__dev_sync(ctx);
   rmaop__work_free(ctx, 0, v->d, 16 * sizeof(double));
   rmaop__work_free(ctx, 1, v->h, RMAOP__CG_NSLOTS * sizeof(double));
   return st;
