@@ -16,12 +16,12 @@ import time
 
 import numpy as np
 from mpi4py import MPI
-from pylops.utils.seismicevents import hyperbolic2d, makeaxis
-from pylops.utils.tapers import taper3d
-from pylops.utils.wavelets import ricker
 
-import rmaop
+import rmaop  # first: on one GPU image, PyLops' modules imported before it left matplotlib (PyLops-MPI's) unimportable
 from rmaop.ops_signal import MPIMDC
+from pylops.utils.seismicevents import hyperbolic2d, makeaxis  # noqa: E402
+from pylops.utils.tapers import taper3d  # noqa: E402
+from pylops.utils.wavelets import ricker  # noqa: E402
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()

@@ -16,6 +16,12 @@ try:  # PyLops-MPI is optional: with it, operators are its MPILinearOperator sub
 except ImportError:  # pragma: no cover - exercised only without pylops_mpi installed
     _pm = None
     DistributedArray = Partition = StackedDistributedArray = None
+except Exception as _e:  # pragma: no cover - a broken installation (seen: matplotlib's ft2font raising SystemError)
+    import warnings
+    warnings.warn(f"rmaop: pylops_mpi is installed but failed to import ({type(_e).__name__}: {_e}); rmaop works on "
+                  "NumPy / CuPy arrays only in this process", RuntimeWarning)
+    _pm = None
+    DistributedArray = Partition = StackedDistributedArray = None
 
 try:
     import cupy as _cp
