@@ -145,18 +145,23 @@ class RmaopOperator:
         xp = _core.array_module(self.context)
         buf = xp.empty(side.local_n, dtype=self._dtype_np)
         engine = "cupy" if xp is not np else "numpy"
+
+        def shapes(s):  # None where PyLops-MPI's own split is the same: it then skips a collective check
+            if s.kind == _lib.LAYOUT_BROADCAST:
+                return None
+            P, n = len(s.sizes), s.global_n
+            return None if list(s.sizes) == [n // P + (r < n % P) for r in range(P)] else s.sizes
+
         if side.parts is None:
             return DistributedArray(global_shape=side.global_n, base_comm=self.context.comm,
-                                    partition=side.partition, local_array=buf,
-                                    local_shapes=None if side.kind == _lib.LAYOUT_BROADCAST else side.sizes,
+                                    partition=side.partition, local_array=buf, local_shapes=shapes(side),
                                     engine=engine, dtype=self._dtype_np), buf
         arrays, off = [], 0
         for p in side.parts:  # each part a view of the one contiguous buffer rmaop writes
             view = buf[off:off + p.local_n]
             off += p.local_n
             arrays.append(DistributedArray(global_shape=p.global_n, base_comm=self.context.comm,
-                                           partition=p.partition, local_array=view,
-                                           local_shapes=None if p.kind == _lib.LAYOUT_BROADCAST else p.sizes,
+                                           partition=p.partition, local_array=view, local_shapes=shapes(p),
                                            engine=engine, dtype=self._dtype_np))
         return StackedDistributedArray(arrays, base_comm=self.context.comm), buf
 
