@@ -12,11 +12,7 @@
 
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define RMAOP__HD __host__ __device__
-#else
-#define RMAOP__HD
-#endif
+#include "hd.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -10,11 +10,7 @@
 
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define RMAOP__FFT_HD __host__ __device__
-#else
-#define RMAOP__FFT_HD
-#endif
+#include "hd.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,29 +32,29 @@ typedef struct {
 } rmaop__fft_geom;
 
 /* Offset (in elements) of entry j of line (o, i) in a scratch of n entries per line. */
-static inline RMAOP__FFT_HD int64_t rmaop__fft_scratch_at(const rmaop__fft_geom *g, int64_t o, int64_t j, int64_t i,
+static inline RMAOP__HD int64_t rmaop__fft_scratch_at(const rmaop__fft_geom *g, int64_t o, int64_t j, int64_t i,
                                                          int64_t n) {
   return g->lines ? (o * g->d.inner + i) * n + j : (o * n + j) * g->d.inner + i;
 }
 
 /* Pre-copy: the source entry (along the axis) of scratch entry j < n_read, -1 for a padding zero. */
-static inline RMAOP__FFT_HD int64_t rmaop__fft_pre_src(const rmaop__fft_geom *g, int64_t j) {
+static inline RMAOP__HD int64_t rmaop__fft_pre_src(const rmaop__fft_geom *g, int64_t j) {
   if (j >= g->d.n_in) return -1;
   const int64_t s = j - g->d.in_shift;
   return s < 0 ? s + g->d.n_in : s;
 }
 /* Post-copy: the scratch entry that output entry k < n_out comes from, -1 for a padding zero. */
-static inline RMAOP__FFT_HD int64_t rmaop__fft_post_src(const rmaop__fft_geom *g, int64_t k) {
+static inline RMAOP__HD int64_t rmaop__fft_post_src(const rmaop__fft_geom *g, int64_t k) {
   int64_t s = k - g->d.out_shift;
   if (s < 0) s += g->d.n_out;
   return s < g->n_written ? s : -1;
 }
 /* Weight of half-spectrum bin j (R2C output, C2R input): half_weight on 1 .. (nfft-1)/2, else 1. */
-static inline RMAOP__FFT_HD double rmaop__fft_bin_weight(const rmaop__fft_geom *g, int64_t j) {
+static inline RMAOP__HD double rmaop__fft_bin_weight(const rmaop__fft_geom *g, int64_t j) {
   return j >= 1 && j <= (g->d.nfft - 1) / 2 ? g->d.half_weight : 1.0;
 }
 /* C2R input bin j whose imaginary part does not count: the zero and the (even nfft) Nyquist frequency. */
-static inline RMAOP__FFT_HD int rmaop__fft_bin_real(const rmaop__fft_geom *g, int64_t j) {
+static inline RMAOP__HD int rmaop__fft_bin_real(const rmaop__fft_geom *g, int64_t j) {
   return j == 0 || (g->d.nfft % 2 == 0 && j == g->d.nfft / 2);
 }
 

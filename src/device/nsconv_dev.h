@@ -14,11 +14,7 @@
 
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define RMAOP__NSCONV_HD __host__ __device__
-#else
-#define RMAOP__NSCONV_HD
-#endif
+#include "hd.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,7 +33,7 @@ typedef struct {
  * with f0 = floor((i - oh) / dh) and w = (i - oh) / dh - f0 between two filters; before the first or after the
  * last, that filter (f0 = f1, w = 0). rmaop__nsconv_lerp takes q = i - oh and f = floor(q / dh), so that a loop
  * over consecutive entries can step f without a division. */
-static inline RMAOP__NSCONV_HD void rmaop__nsconv_lerp(const rmaop__nsconv_geom *g, int64_t q, int64_t f, int64_t *f0,
+static inline RMAOP__HD void rmaop__nsconv_lerp(const rmaop__nsconv_geom *g, int64_t q, int64_t f, int64_t *f0,
                                                        int64_t *f1, double *w) {
   if (f < 0) {
     *f0 = *f1 = 0, *w = 0.0;
@@ -48,18 +44,18 @@ static inline RMAOP__NSCONV_HD void rmaop__nsconv_lerp(const rmaop__nsconv_geom 
   }
 }
 /* floor(q / dh) (dh > 0). */
-static inline RMAOP__NSCONV_HD int64_t rmaop__nsconv_floor(const rmaop__nsconv_geom *g, int64_t q) {
+static inline RMAOP__HD int64_t rmaop__nsconv_floor(const rmaop__nsconv_geom *g, int64_t q) {
   const int64_t f = q / g->dh;
   return f * g->dh > q ? f - 1 : f;
 }
-static inline RMAOP__NSCONV_HD void rmaop__nsconv_weights(const rmaop__nsconv_geom *g, int64_t i, int64_t *f0,
+static inline RMAOP__HD void rmaop__nsconv_weights(const rmaop__nsconv_geom *g, int64_t i, int64_t *f0,
                                                           int64_t *f1, double *w) {
   rmaop__nsconv_lerp(g, i - g->oh, rmaop__nsconv_floor(g, i - g->oh), f0, f1, w);
 }
 
 /* Where entry e of the axis (start - lo <= e < start + len + hi) of line o starts: in the block (in_ghost 0) or in
  * the ghost buffer (1), at the element offset *off (its inner elements follow contiguously). */
-static inline RMAOP__NSCONV_HD int rmaop__nsconv_row(const rmaop__nsconv_geom *g, int64_t o, int64_t e, int64_t *off) {
+static inline RMAOP__HD int rmaop__nsconv_row(const rmaop__nsconv_geom *g, int64_t o, int64_t e, int64_t *off) {
   if (e < g->start) {
     *off = (o * (g->lo + g->hi) + e - (g->start - g->lo)) * g->inner;
     return 1;

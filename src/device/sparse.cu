@@ -101,13 +101,7 @@ template <typename T> __global__ void k_group_scale(group_args g, int64_t n, rma
     for (int p = 0; p < g.nparts; ++p) {
       double re, im;
       elem<T>::load((const T *)g.in[p], i, re, im);
-      if (mode == RMAOP__GROUP_SHRINK) {
-        const double f = 1.0 - c / (s > c ? s : c);
-        re *= f, im *= f;
-      } else {
-        const double m = s > sigma ? s : sigma;
-        re = sigma * re / m, im = sigma * im / m;
-      }
+      rmaop__group_elem(mode, s, c, sigma, &re, &im);
       elem<T>::store((T *)g.out[p], i, re, im);
     }
   }

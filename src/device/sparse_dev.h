@@ -16,11 +16,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define RMAOP__SPARSE_HD __host__ __device__
-#else
-#define RMAOP__SPARSE_HD
-#endif
+#include "hd.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,7 +28,7 @@ typedef enum { RMAOP__THR_SOFT = 0, RMAOP__THR_HARD, RMAOP__THR_HALF, RMAOP__THR
 
 /* |x| of one element in the dtype's real precision (single: float, as NumPy's abs of a float32 or complex64
  * array), as a double: the thresholds and the percentile's selection compare the same magnitudes. */
-static inline RMAOP__SPARSE_HD double rmaop__mag(int single, int cplx, double re, double im) {
+static inline RMAOP__HD double rmaop__mag(int single, int cplx, double re, double im) {
   if (single) return cplx ? (double)hypotf((float)re, (float)im) : (double)fabsf((float)re);
   return cplx ? hypot(re, im) : fabs(re);
 }
@@ -40,7 +36,7 @@ static inline RMAOP__SPARSE_HD double rmaop__mag(int single, int cplx, double re
 /* One element (re, im) thresholded with t, in double (im = 0 and cplx = 0 for real dtypes; single for f32 and c64).
  * NaN propagates as NumPy's maximum and sign propagate it. Complex: soft keeps the phase (max(|x| - t, 0)
  * exp(i angle x)), hard and half scale by a real factor, CLIP scales to modulus t where |x| > t. */
-static inline RMAOP__SPARSE_HD void rmaop__thr_elem(rmaop__thr kind, int single, int cplx, double t, double *re,
+static inline RMAOP__HD void rmaop__thr_elem(rmaop__thr kind, int single, int cplx, double t, double *re,
                                                     double *im) {
   const double mag = rmaop__mag(single, cplx, *re, *im);
   switch (kind) {
@@ -87,6 +83,18 @@ static inline RMAOP__SPARSE_HD void rmaop__thr_elem(rmaop__thr kind, int single,
 /* The group factor of the L21 proximal at group norm s (sqrt of sum over parts of |x_p,i|^2): SHRINK (prox,
  * PyLops-MPI MPIL21.prox) 1 - c / max(s, c); DUAL (proxdual) sigma / max(s, sigma), applied as (sigma x) / max. */
 typedef enum { RMAOP__GROUP_SHRINK = 0, RMAOP__GROUP_DUAL } rmaop__group;
+
+/* One element (re, im) of a group of norm s scaled as `mode` says. */
+static inline RMAOP__HD void rmaop__group_elem(rmaop__group mode, double s, double c, double sigma, double *re,
+                                               double *im) {
+  if (mode == RMAOP__GROUP_SHRINK) {
+    const double f = 1.0 - c / (s > c ? s : c);
+    *re *= f, *im *= f;
+  } else {
+    const double m = s > sigma ? s : sigma;
+    *re = sigma * *re / m, *im = sigma * *im / m;
+  }
+}
 
 /* Local sums over n elements, in double: ABS2 sum |a_i|^2, DIFF2 sum |a_i - b_i|^2 (in the dtype's arithmetic,
  * then squared in double), ABS1 sum |a_i|. */

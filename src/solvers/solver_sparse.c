@@ -253,13 +253,7 @@ static void host_group(rmaop_dtype dt, rmaop__group mode, int np, const void *co
       for (int p = 0; out && p < np; ++p) {
         const T e = ((const T *)in[p])[i];
         double re = creal(e), im = cplx ? cimag(e) : 0.0;
-        if (mode == RMAOP__GROUP_SHRINK) {
-          const double f = 1.0 - c / (s > c ? s : c);
-          re *= f, im *= f;
-        } else {
-          const double m = s > sigma ? s : sigma;
-          re = sigma * re / m, im = sigma * im / m;
-        }
+        rmaop__group_elem(mode, s, c, sigma, &re, &im);
         ((T *)out[p])[i] = (T)CMPLX(re, im);
       }
     }
