@@ -101,6 +101,42 @@ class callback_order:
             self._wait(cp.cuda.ExternalStream(self.ctx._stream), cp.cuda.get_current_stream())
 
 
+def solver_callback(ctx, errors, body):
+    """A rmaop_solver_callback that runs ``body(it)`` inside callback_order; an exception is kept in ``errors`` (the
+    caller raises it after the solver returns) and its status stops the solver."""
+    def cb(user, it, res, vec):
+        try:
+            with callback_order(ctx):
+                body(it)
+            return 0
+        except BaseException as e:
+            errors.append(e)
+            return 1
+    return _lib.SOLVER_CALLBACK(cb)
+
+
+def run_solver(fn, Op, yl, xbuf, x0l, opts, errors):
+    """rmaop_solve_<fn>(Op, y, x, opts) over the local arrays yl, xbuf (and x0l as opts.x0, if given) used in place;
+    raises the first of ``errors`` (the callback's), then the status's RmaopError. Returns (results(info), kold,
+    whether a CUDA graph ran)."""
+    ctx = Op.context
+    info = _lib.SolverInfo()
+    vx0 = _core.Vec(Op._m.layout, x0l) if x0l is not None else None
+    try:
+        if vx0 is not None:
+            opts.x0 = vx0._h
+        with _core.Vec(Op._d.layout, yl) as vy, _core.Vec(Op._m.layout, xbuf) as vx, _core.stream_order(ctx):
+            st = getattr(_lib.lib, f"rmaop_solve_{fn}")(Op.handle, vy, vx, byref(opts), byref(info))
+        if errors:
+            raise errors[0]
+        _lib.check(st, ctx.handle)
+        return results(info), float(info.kold), bool(info.graph)
+    finally:
+        _lib.lib.rmaop_solver_info_destroy(byref(info))
+        if vx0 is not None:
+            vx0.free()
+
+
 def as_like(Op, side, buf, like):
     """``buf`` (a flat local array on ``side``) as ``like`` holds it: a new (Stacked)DistributedArray over a copy,
     or the copy itself."""

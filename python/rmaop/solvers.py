@@ -23,7 +23,8 @@ from ctypes import byref
 import numpy as np
 
 from . import _core, _lib
-from ._core import DistributedArray, StackedDistributedArray, Vec, call, stream_order
+from . import _vectors as V
+from ._core import DistributedArray, StackedDistributedArray, Vec, call
 from ._operator import LinearOperator, RmaopOperator, StackedLinearOperator
 
 _lib.lib.rmaop_op_create_diagonal.argtypes = [_lib.vec_t, ctypes.POINTER(_lib.op_t)]
@@ -107,7 +108,7 @@ def _is_dist(a):
 
 def _run(name, Op, y, x0, niter, show, callback, **opt):
     Op = _operator(Op, name)
-    handle = Op.handle  # first: a closed operator's layouts are freed
+    Op.handle  # first: raises on a closed operator, whose layouts are freed
     ctx = Op.context
     if not isinstance(niter, (int, np.integer)) or niter < 0:
         raise ValueError(f"rmaop.{name}: niter must be a non-negative integer, not {niter!r}")
@@ -129,32 +130,13 @@ def _run(name, Op, y, x0, niter, show, callback, **opt):
         setattr(opts, k, v)
     errors = []
     if callback is not None:
-        def cb(user, it, res, vec):
-            try:
-                callback(xd if dist else xbuf)
-                return 0
-            except BaseException as e:  # reported after the solver returns; a status stops it
-                errors.append(e)
-                return 1
-        opts.callback = _lib.SOLVER_CALLBACK(cb)
-    info = _lib.SolverInfo()
-    vx0 = Vec(Op._m.layout, x0l) if x0l is not None else None
-    try:
-        if vx0 is not None:
-            opts.x0 = vx0._h
-        with Vec(Op._d.layout, yl) as vy, Vec(Op._m.layout, xbuf) as vx, stream_order(ctx):
-            st = getattr(_lib.lib, f"rmaop_solve_{name}")(handle, vy, vx, byref(opts), byref(info))
-        if errors:
-            raise errors[0]
-        _lib.check(st, ctx.handle)
-        cost = np.array(info.history[:info.iterations + 1]) if info.history else np.zeros(0)
-        iters, reason = info.iterations, _lib.REASONS.get(info.reason, str(info.reason))
-        Op.last_solve = {"iterations": iters, "reason": reason, "time_total": info.time_total,
-                         "time_comm": info.time_comm, "graph": bool(info.graph), "kold": info.kold}
-    finally:
-        _lib.lib.rmaop_solver_info_destroy(byref(info))
-        if vx0 is not None:
-            vx0.free()
+        opts.callback = V.solver_callback(ctx, errors, lambda it: callback(xd if dist else xbuf))
+    res, kold, graph = V.run_solver(name, Op, yl, xbuf, x0l, opts, errors)
+    hist = res["history"]
+    cost = hist if hist is not None else np.zeros(0)
+    iters, reason = res["iterations"], res["reason"]
+    Op.last_solve = {"iterations": iters, "reason": reason, "time_total": res["time_total"],
+                     "time_comm": res["time_comm"], "graph": graph, "kold": kold}
     if show and ctx.rank == 0:
         print(f"rmaop.{name}: {iters} iterations ({reason}), residual {cost[0]:.4e} -> {cost[-1]:.4e}, "
               f"{Op.last_solve['time_total'] * 1e3:.3f} ms ({Op.last_solve['time_comm'] * 1e3:.3f} ms communicating)")

@@ -165,33 +165,13 @@ def _sparse(name, Op, y, x0, niter, SOp, eps, alpha, eigsdict, tol, threshkind, 
                            niter, tol, name == "FISTA")
     errors = []
     if callback is not None or monitor is not None:
-        def cb(user, it, cost, vec):
-            try:
-                with V.callback_order(ctx):
-                    if monitor is not None:
-                        monitor(it, xbuf)
-                    if callback is not None:
-                        callback(x)
-                return 0
-            except BaseException as e:  # reported after the solver returns; a status stops it
-                errors.append(e)
-                return 1
-        opts.callback = _lib.SOLVER_CALLBACK(cb)
-    info = _lib.SolverInfo()
-    vx0 = Vec(Op._m.layout, x0l) if x0l is not None else None
-    try:
-        if vx0 is not None:
-            opts.x0 = vx0._h
-        with Vec(Op._d.layout, yl) as vy, Vec(Op._m.layout, xbuf) as vx, stream_order(ctx):
-            st = getattr(_lib.lib, f"rmaop_solve_{fn}")(Op.handle, vy, vx, byref(opts), byref(info))
-        if errors:
-            raise errors[0]
-        _lib.check(st, ctx.handle)
-        res = V.results(info)
-    finally:
-        _lib.lib.rmaop_solver_info_destroy(byref(info))
-        if vx0 is not None:
-            vx0.free()
+        def body(it):
+            if monitor is not None:
+                monitor(it, xbuf)
+            if callback is not None:
+                callback(x)
+        opts.callback = V.solver_callback(ctx, errors, body)
+    res, _, _ = V.run_solver(fn, Op, yl, xbuf, x0l, opts, errors)
     hist = res.pop("history")
     res.update(alpha=alpha, cost0=float(hist[0]))
     Op.last_solve = res
