@@ -14,10 +14,12 @@
  * rows a neighbour's stencil reaches are stored into its ghost area; the vector about to be exchanged (s - a q,
  * r + b c) is recomputed for those rows by block 0 at the start of the phase that makes it, so the exchange
  * overlaps the phase. Every signal carries the solve's step number (the same sequence on every rank, increasing
- * per pair, so a wait for >= the step is exact). Block 0 does every reduction and every signal, so one pair's
- * signals are ordered; the other blocks take the reduced scalars from block 0 through a release/acquire word.
- * A wait that gives up after the context's timeout records it (rmaop_dev_wait), raises the abort word, and every
- * block leaves at its next check (after each grid sync, and inside every other wait). */
+ * per pair, so a wait for >= the step is exact). A phase that ends in a reduction ends without a grid sync: each
+ * block counts itself in (acq_rel), the last to arrive reduces, signals and releases the scalars through a
+ * release/acquire word that the others wait on. Block 0 does the halo signals. One pair's signals are still
+ * ordered: each signal's block acquired the release that followed the signal before it (the scalars' word or a
+ * grid sync). A wait that gives up after the context's timeout records it (rmaop_dev_wait), raises the abort
+ * word, and every block leaves at its next check (after each grid sync, and inside every other wait). */
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <sched.h>
@@ -188,10 +190,26 @@ __device__ void block_tree(double (*sm)[RT], int nd, double v[4]) {
   __syncthreads();
 }
 
-/* Reduction step E (block 0 only, every thread): the local sums of the nd partials (block order, the dot
- * kernel's final stage), put into slot [me] of every rank (half m & 1) and signalled; the slots summed in rank
+/* Every block, every thread, after its share of a phase that ends in reduction m: counts the block in (after all
+ * its threads' stores, acq_rel at GPU scope) and returns true in the last block to arrive, which then has every
+ * other block's stores of the phase in view. It reduces and releases the scalars (publish); the others wait in
+ * fetch. This replaces a grid sync before each reduction. */
+__device__ bool last_arrival(const args_t &a, unsigned m) {
+  __shared__ int last;
+  __syncthreads(); /* the block's stores before thread 0's release */
+  if (threadIdx.x == 0) {
+    unsigned long long old;
+    asm volatile("atom.add.acq_rel.gpu.u64 %0, [%1], 1;" : "=l"(old) : "l"(&a.ctl->arrived) : "memory");
+    last = old + 1 == (unsigned long long)(m + 1) * gridDim.x;
+  }
+  __syncthreads(); /* thread 0's acquire before the block's reads */
+  return last != 0;
+}
+
+/* Reduction step E (the last block to arrive, every thread): the local sums of the nd partials (block order, the
+ * dot kernel's final stage), put into slot [me] of every rank (half m & 1) and signalled; the slots summed in rank
  * order into out (thread 0). Returns nonzero (every thread) when a wait gave up or the solve is aborted. */
-__device__ __noinline__ int reduce_b0(const args_t &a, double (*sm)[RT], int nd, uint64_t E, unsigned m, double out[4]) {
+__device__ __noinline__ int reduce_one(const args_t &a, double (*sm)[RT], int nd, uint64_t E, unsigned m, double out[4]) {
   const int t = threadIdx.x, P = a.w.size;
   double v[4] = {0.0, 0.0, 0.0, 0.0};
   for (int j = 0; j < nd; ++j)
@@ -216,13 +234,13 @@ __device__ __noinline__ int reduce_b0(const args_t &a, double (*sm)[RT], int nd,
   return failed;
 }
 
-/* Block 0, thread 0, after it wrote the scalars: raises abort when `failed`, then releases step E. */
+/* The reducing block's thread 0, after it wrote the scalars: raises abort when `failed`, then releases step E. */
 __device__ void publish(const args_t &a, uint64_t E, int failed) {
   if (failed) raise_abort(a);
   st_release_gpu(&a.ctl->go, E);
 }
 
-/* Every block: waits for block 0's release of step E and reads the scalars. false: stop (aborted). */
+/* Every block: waits for the reducing block's release of step E and reads the scalars. false: stop (aborted). */
 __device__ bool fetch(const args_t &a, uint64_t E, double sc[8]) {
   __shared__ int stop;
   if (threadIdx.x == 0) {
@@ -319,10 +337,9 @@ __device__ void cgls(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
     acc[0] = __fma_rn(r, r, acc[0]), acc[1] = __fma_rn(s, s, acc[1]);
     acc[2] = __fma_rn(q, q, acc[2]), acc[3] = __fma_rn(c, c, acc[3]);
   });
-  SYNC_OR_LEAVE();
   ++E;
-  if (b0) {
-    const int f = reduce_b0(a, sm, 4, E, m++, red);
+  if (last_arrival(a, m)) {
+    const int f = reduce_one(a, sm, 4, E, m, red);
     if (threadIdx.x == 0) {
       if (!f) {
         a.ctl->sc[RMAOP__RES_KOLD] = fabs(red[0]), a.hist[0] = sqrt(red[1]);
@@ -331,6 +348,7 @@ __device__ void cgls(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
       publish(a, E, f);
     }
   }
+  ++m;
   if (!fetch(a, E, sc)) return;
   double kold = sc[RMAOP__RES_KOLD], qq = sc[RMAOP__RES_QQ], cc = sc[RMAOP__RES_CC];
   int it = 0;
@@ -363,11 +381,10 @@ __device__ void cgls(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
       a.r[e] = r;
       acc[0] = __fma_rn(r, r, acc[0]), acc[1] = __fma_rn(s, s, acc[1]);
     }, (const double *)snew, a.damp2 != 0.0 ? (const double *)a.x : nullptr);
-    SYNC_OR_LEAVE();
     cs = 1 - cs;
     ++E;
-    if (b0) {
-      const int f = reduce_b0(a, sm, 2, E, m++, red);
+    if (last_arrival(a, m)) {
+      const int f = reduce_one(a, sm, 2, E, m, red);
       if (threadIdx.x == 0) {
         if (!f) {
           const double k = fabs(red[0]);
@@ -378,6 +395,7 @@ __device__ void cgls(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
         publish(a, E, f);
       }
     }
+    ++m;
     if (!fetch(a, E, sc)) return;
     const double b = sc[RMAOP__RES_B];
     kold = sc[RMAOP__RES_KOLD];
@@ -402,16 +420,16 @@ __device__ void cgls(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
       a.q[e] = qv;
       acc[0] = __fma_rn(qv, qv, acc[0]), acc[1] = __fma_rn(cn, cn, acc[1]);
     }, (const double *)a.r, cold);
-    SYNC_OR_LEAVE();
     cc_ = 1 - cc_;
     ++E;
-    if (b0) {
-      const int f = reduce_b0(a, sm, 2, E, m++, red);
+    if (last_arrival(a, m)) {
+      const int f = reduce_one(a, sm, 2, E, m, red);
       if (threadIdx.x == 0) {
         if (!f) a.ctl->sc[RMAOP__RES_QQ] = red[0], a.ctl->sc[RMAOP__RES_CC] = red[1];
         publish(a, E, f);
       }
     }
+    ++m;
     if (!fetch(a, E, sc)) return;
     qq = sc[RMAOP__RES_QQ], cc = sc[RMAOP__RES_CC];
   }
@@ -429,15 +447,15 @@ __device__ void cgd(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
     const double r = ld(a.r + e);
     acc[0] = __fma_rn(r, r, acc[0]);
   });
-  SYNC_OR_LEAVE();
   ++E;
-  if (b0) {
-    const int f = reduce_b0(a, sm, 1, E, m++, red);
+  if (last_arrival(a, m)) {
+    const int f = reduce_one(a, sm, 1, E, m, red);
     if (threadIdx.x == 0) {
       if (!f) a.ctl->sc[RMAOP__RES_KOLD] = fabs(red[0]), a.hist[0] = sqrt(fabs(red[0]));
       publish(a, E, f);
     }
   }
+  ++m;
   if (!fetch(a, E, sc)) return;
   double kold = sc[RMAOP__RES_KOLD], b = 0.0;
   int it = 0;
@@ -478,11 +496,10 @@ __device__ void cgd(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
       a.q[e] = qv;
       acc[0] = __fma_rn(qv, cn, acc[0]);
     }, (const double *)a.t, (const double *)cnew, a.dg);
-    SYNC_OR_LEAVE();
     cc_ = 1 - cc_;
     ++E;
-    if (b0) {
-      const int f = reduce_b0(a, sm, 1, E, m++, red);
+    if (last_arrival(a, m)) {
+      const int f = reduce_one(a, sm, 1, E, m, red);
       if (threadIdx.x == 0) {
         if (!f) {
           const double cAc = fabs(red[0]);
@@ -492,6 +509,7 @@ __device__ void cgd(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
         publish(a, E, f);
       }
     }
+    ++m;
     if (!fetch(a, E, sc)) return;
     if (sc[RMAOP__RES_STOP] != 0.0) return finish(a, it, RMAOP_REASON_BREAKDOWN, kold);
     const double al = sc[RMAOP__RES_A];
@@ -504,10 +522,9 @@ __device__ void cgd(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
       a.r[e] = r;
       acc[0] = __fma_rn(r, r, acc[0]);
     }, c, (const double *)a.x, (const double *)a.q, (const double *)a.r);
-    SYNC_OR_LEAVE();
     ++E;
-    if (b0) {
-      const int f = reduce_b0(a, sm, 1, E, m++, red);
+    if (last_arrival(a, m)) {
+      const int f = reduce_one(a, sm, 1, E, m, red);
       if (threadIdx.x == 0) {
         if (!f) {
           const double k = fabs(red[0]);
@@ -518,6 +535,7 @@ __device__ void cgd(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
         publish(a, E, f);
       }
     }
+    ++m;
     if (!fetch(a, E, sc)) return;
     b = sc[RMAOP__RES_B], kold = sc[RMAOP__RES_KOLD];
     ++it;
@@ -527,7 +545,7 @@ __device__ void cgd(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
 /* 4 blocks per SM (64 registers): the streaming phases are bound by loads in flight, and 2 blocks per SM (the
  * 127 registers the inlined kernel takes) measured 1.81x the streaming bound for CGLS at 2^25 elements on one H200,
  * 3 per SM 1.55x, 4 per SM 1.36x (the host-driven loop 1.29x; with the prefetch in elements 1.27x). 64 registers
- * fit with about 100 bytes of spill because the paths that only block 0 or the ghost rows take (reduce_b0,
+ * fit with about 100 bytes of spill because the paths that only one block or the ghost rows take (reduce_one,
  * send_early, send_elem, forward_edge, adjoint_edge) are calls, not inlined into the loops. */
 __global__ void __launch_bounds__(RT, 4) k_resident(const __grid_constant__ args_t a) {
   __shared__ double sm[4][RT];

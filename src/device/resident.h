@@ -27,7 +27,8 @@ typedef struct {
 typedef struct {
   unsigned abort;     /* 1: a wait gave up; every block leaves at its next check */
   unsigned pad;
-  uint64_t go;        /* block 0's release of a reduction's scalars to the other blocks: the step number */
+  uint64_t go;        /* the reducing block's release of a reduction's scalars to the others: the step number */
+  uint64_t arrived;   /* blocks that finished a reduction's phase, counted over the solve (acq_rel) */
   double sc[8];       /* the scalars block 0 made (RMAOP__RES_*) */
   int iterations, reason, stop, pad2;
   double kold;
