@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installed-copy check: installs a build into a throwaway prefix, then builds examples/halo.c against the
-# installed copy only, twice -- as a separate CMake project (find_package(rmaop) + rmaop::rmaop) and with
-# `mpicc $(pkg-config --cflags --libs rmaop)` -- and runs both programs at 2 ranks.
+# Installed-copy check: installs a build into a throwaway prefix, checks that librmaop.so exports the API alone,
+# then builds examples/halo.c against the installed copy only, twice -- as a separate CMake project
+# (find_package(rmaop) + rmaop::rmaop) and with `mpicc $(pkg-config --cflags --libs rmaop)` -- and runs both
+# programs at 2 ranks.
 #
 #   scripts/check-install.sh [BUILD_DIR]     (default: $BUILD_DIR, else build/)
 #
@@ -35,6 +36,13 @@ config="$(find "$prefix" -name rmaopConfig.cmake -print -quit)"
 [ -n "$pcfile" ] || rmaop_die "the install lacks rmaop.pc"
 [ -n "$config" ] || rmaop_die "the install lacks rmaopConfig.cmake"
 libdir="$(dirname "$(dirname "$pcfile")")"
+
+# 0. The shared library exports the C API alone (cmake/rmaop.map): no internal or C++ runtime symbols that could
+#    take the place of another library's in the same process.
+if [ -f "$libdir/librmaop.so" ] && command -v nm >/dev/null; then
+  extra="$(nm -D --defined-only "$libdir/librmaop.so" | awk 'NF == 3 && $3 !~ /^rmaop_/ {print $3}')"
+  [ -z "$extra" ] || rmaop_die "librmaop.so exports $(wc -l <<<"$extra") symbols outside the API, e.g. $(head -3 <<<"$extra" | tr '\n' ' ')"
+fi
 
 # 1. A user's CMake project that knows nothing of the source tree.
 app="$work/cmake-app"
