@@ -23,6 +23,9 @@ static const rmaop__config_entry core_rows[] = {
      "where CG and CGLS keep their dots and step sizes on a device context (auto: host; graph: device, each "
      "iteration replayed from two CUDA graphs; resident: the whole solve in one GPU kernel where supported, else "
      "graph)"},
+    {"RMAOP_RESIDENT_PROFILE", "0", "0|1",
+     "for tuning: the GPU-resident solve stamps each phase of every iteration (block 0) and rank 0 prints the mean "
+     "time per phase to stderr"},
 };
 
 const rmaop__config_entry *rmaop__config_row(int i) {

@@ -309,6 +309,11 @@ __device__ __noinline__ void send_elem(const args_t &a, int h, int p, int64_t lr
 
 __device__ __forceinline__ bool near_edge(const args_t &a, int64_t lr) { return lr < a.gw || lr >= a.sd.n - a.gw; }
 
+/* Profile stamp k of iteration it (RMAOP_RESIDENT_PROFILE; block 0, thread 0). */
+__device__ __forceinline__ void stamp(const args_t &a, int it, int k) {
+  if (a.stamps && blockIdx.x == 0 && threadIdx.x == 0) a.stamps[(size_t)it * RMAOP__RES_NSTAMP + k] = gtimer();
+}
+
 __device__ void finish(const args_t &a, int it, int reason, double kold) {
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     a.ctl->iterations = it;
@@ -354,6 +359,8 @@ __device__ void cgls(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
   int it = 0;
   for (;;) {
     if (!(it < a.niter && kold > a.tol)) return finish(a, it, kold <= a.tol ? RMAOP_REASON_TOL : RMAOP_REASON_NITER, kold);
+    const int si = it; /* the iteration's profile stamps */
+    stamp(a, si, 0);
     const double den = __dadd_rn(qq, __dmul_rn(a.damp2, cc));
     if (den == 0.0) return finish(a, it, RMAOP_REASON_BREAKDOWN, kold);
     const double al = kold / den;
@@ -369,6 +376,7 @@ __device__ void cgls(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
       snew[e] = axpby(-al, qv, 1.0, sv);
     }, c, (const double *)a.x, q, sold);
     SYNC_OR_LEAVE();
+    stamp(a, si, 1);
     /* r = A^H s (- damp2 x); r.r, s.s */
     elements(a, sm, 2, [&](int64_t e, double *acc) {
       const int64_t lr = row_of(e, w), i = e - lr * w;
@@ -381,6 +389,7 @@ __device__ void cgls(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
       a.r[e] = r;
       acc[0] = __fma_rn(r, r, acc[0]), acc[1] = __fma_rn(s, s, acc[1]);
     }, (const double *)snew, a.damp2 != 0.0 ? (const double *)a.x : nullptr);
+    stamp(a, si, 2);
     cs = 1 - cs;
     ++E;
     if (last_arrival(a, m)) {
@@ -397,6 +406,7 @@ __device__ void cgls(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
     }
     ++m;
     if (!fetch(a, E, sc)) return;
+    stamp(a, si, 3);
     const double b = sc[RMAOP__RES_B];
     kold = sc[RMAOP__RES_KOLD];
     ++it;
@@ -420,6 +430,7 @@ __device__ void cgls(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
       a.q[e] = qv;
       acc[0] = __fma_rn(qv, qv, acc[0]), acc[1] = __fma_rn(cn, cn, acc[1]);
     }, (const double *)a.r, cold);
+    stamp(a, si, 4);
     cc_ = 1 - cc_;
     ++E;
     if (last_arrival(a, m)) {
@@ -431,6 +442,7 @@ __device__ void cgls(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
     }
     ++m;
     if (!fetch(a, E, sc)) return;
+    stamp(a, si, 5);
     qq = sc[RMAOP__RES_QQ], cc = sc[RMAOP__RES_CC];
   }
 }
@@ -461,6 +473,8 @@ __device__ void cgd(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
   int it = 0;
   for (;;) {
     if (!(it < a.niter && kold > a.tol)) return finish(a, it, kold <= a.tol ? RMAOP_REASON_TOL : RMAOP_REASON_NITER, kold);
+    const int si = it; /* the iteration's profile stamps */
+    stamp(a, si, 0);
     const double *cold = a.c[cc_];
     double *cnew = a.c[1 - cc_];
     const int first = it == 0, p = it & 1;
@@ -481,6 +495,7 @@ __device__ void cgd(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
       if (near_edge(a, lr)) send_elem(a, 0, p, lr, i, tv);
     }, first ? nullptr : (const double *)a.r, cold);
     SYNC_OR_LEAVE();
+    stamp(a, si, 1);
     const uint64_t Et = ++E;
     if (b0 && threadIdx.x == 0) /* the grid sync ordered every block's t stores before this release */
       for (int k = 0; k < a.nsend_peers; ++k) rmaop_dev_signal(&a.w, a.send_peers[k], Et);
@@ -496,6 +511,7 @@ __device__ void cgd(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
       a.q[e] = qv;
       acc[0] = __fma_rn(qv, cn, acc[0]);
     }, (const double *)a.t, (const double *)cnew, a.dg);
+    stamp(a, si, 2);
     cc_ = 1 - cc_;
     ++E;
     if (last_arrival(a, m)) {
@@ -511,6 +527,7 @@ __device__ void cgd(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
     }
     ++m;
     if (!fetch(a, E, sc)) return;
+    stamp(a, si, 3);
     if (sc[RMAOP__RES_STOP] != 0.0) return finish(a, it, RMAOP_REASON_BREAKDOWN, kold);
     const double al = sc[RMAOP__RES_A];
     /* x += a c, r -= a Ac; r.r */
@@ -522,6 +539,7 @@ __device__ void cgd(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
       a.r[e] = r;
       acc[0] = __fma_rn(r, r, acc[0]);
     }, c, (const double *)a.x, (const double *)a.q, (const double *)a.r);
+    stamp(a, si, 4);
     ++E;
     if (last_arrival(a, m)) {
       const int f = reduce_one(a, sm, 1, E, m, red);
@@ -537,6 +555,7 @@ __device__ void cgd(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
     }
     ++m;
     if (!fetch(a, E, sc)) return;
+    stamp(a, si, 5);
     b = sc[RMAOP__RES_B], kold = sc[RMAOP__RES_KOLD];
     ++it;
   }

@@ -35,6 +35,11 @@ typedef struct {
 } rmaop__res_ctl;
 enum { RMAOP__RES_A, RMAOP__RES_B, RMAOP__RES_KOLD, RMAOP__RES_QQ, RMAOP__RES_CC, RMAOP__RES_STOP };
 
+/* RMAOP_RESIDENT_PROFILE: block 0's global-timer stamps (ns) per iteration, at the iteration's start, after its
+ * first phase (CGLS: x and s; CG: t = D c) and the grid sync, after block 0's own share of the second phase
+ * (A^H s; A c) and after that phase's reduction reached it, likewise for the third phase (c and q; x and r). */
+enum { RMAOP__RES_NSTAMP = 6 };
+
 typedef struct {
   int cg;                  /* 1: CG on D^H D (+ diag); 0: CGLS on D */
   int niter;
@@ -50,6 +55,7 @@ typedef struct {
   int diag_first;          /* CG: the diagonal is the sum's first part */
   double *part;            /* [nb][4] dot partials */
   double *hist;            /* [niter + 1] */
+  uint64_t *stamps;        /* [niter + 1][RMAOP__RES_NSTAMP] (zeroed) with RMAOP_RESIDENT_PROFILE=1, else NULL */
   rmaop__res_ctl *ctl;
   volatile int *progress;  /* host-mapped: the iteration block 0 reached (the host's liveness check) */
   /* window: reduction slots at 0 ([2][P][4] doubles), ghost areas at ghost_off ([2 halos][2][2 gw][ninner]) */

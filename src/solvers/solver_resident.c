@@ -102,6 +102,7 @@ typedef struct {
   void *scratch[4]; /* s or t, c, partials, history */
   rmaop__res_ctl *ctl;
   int *progress;
+  uint64_t *stamps; /* RMAOP_RESIDENT_PROFILE */
   rmaop_vec dg;
 } resident_mem;
 
@@ -109,10 +110,43 @@ static void mem_free(rmaop_ctx ctx, resident_mem *m, int leak) {
   if (!leak) {
     for (int k = 0; k < 4; ++k) rmaop__dev_free(m->scratch[k]);
     rmaop__dev_free(m->ctl);
+    rmaop__dev_free(m->stamps);
     rmaop__dev_host_free(m->progress);
   }
   rmaop_vec_destroy(&m->dg);
   rmaop_win_destroy(&m->win);
+}
+
+/* RMAOP_RESIDENT_PROFILE=1: rank 0 prints block 0's mean time per phase over the iterations that ran whole. */
+static rmaop_status print_profile(rmaop_ctx ctx, const rmaop__res_args *a, const uint64_t *dstamps, int iterations) {
+  if (ctx->rank != 0 || iterations < 1) return RMAOP_OK;
+  const size_t n = (size_t)iterations * RMAOP__RES_NSTAMP;
+  uint64_t *t = NULL;
+  RMAOP_CHECK(rmaop__calloc(ctx, n, sizeof *t, "resident solve profile", (void **)&t));
+  rmaop_status st = rmaop__dev_copy(ctx, t, dstamps, n * sizeof *t);
+  if (st == RMAOP_OK) st = rmaop__dev_sync(ctx);
+  if (st == RMAOP_OK) {
+    double sum[RMAOP__RES_NSTAMP] = {0};
+    int whole = 0;
+    for (int it = 0; it < iterations; ++it) {
+      const uint64_t *s = t + (size_t)it * RMAOP__RES_NSTAMP;
+      if (s[0] == 0 || s[RMAOP__RES_NSTAMP - 1] == 0) continue; /* the last iteration may skip its third phase */
+      for (int k = 1; k < RMAOP__RES_NSTAMP; ++k) sum[k] += (double)(s[k] - s[k - 1]) * 1e-3;
+      sum[0] += (double)(s[RMAOP__RES_NSTAMP - 1] - s[0]) * 1e-3;
+      ++whole;
+    }
+    static const char *const names[2][3] = {{"x, s update", "r = A^H s", "c, q = A c"},
+                                            {"c, t = D c", "A c = D^H t", "x, r update"}};
+    const char *const *nm = names[a->cg ? 1 : 0];
+    if (whole > 0)
+      fprintf(stderr,
+              "rmaop: resident %s profile (rank 0, block 0's clock), mean us per iteration over %d: %s + grid sync "
+              "%.1f | %s %.1f, then its reduction %.1f | %s %.1f, then its reduction %.1f | iteration %.1f\n",
+              a->cg ? "CG" : "CGLS", whole, nm[0], sum[1] / whole, nm[1], sum[2] / whole, sum[3] / whole, nm[2],
+              sum[4] / whole, sum[5] / whole, sum[0] / whole);
+  }
+  free(t);
+  return st;
 }
 
 /* Everything but the vectors, then the kernel, then info. Collective: entered by every rank (eligibility agreed). */
@@ -144,6 +178,11 @@ static rmaop_status run(rmaop_op A, rmaop_op D, rmaop_op diag, rmaop__res_args *
                            ((size_t)o->niter + 1) * sizeof(double)};
   for (int k = 0; k < 4 && st == RMAOP_OK; ++k) st = rmaop__dev_malloc(ctx, bytes[k], what[k], &m.scratch[k]);
   if (st == RMAOP_OK) st = rmaop__dev_malloc(ctx, sizeof *m.ctl, "resident solve control", (void **)&m.ctl);
+  double profile = 0;
+  if (st == RMAOP_OK) st = rmaop__option_number(ctx, "RMAOP_RESIDENT_PROFILE", 1, 0, 1, "0 or 1", &profile);
+  if (st == RMAOP_OK && profile)
+    st = rmaop__dev_malloc(ctx, ((size_t)o->niter + 1) * RMAOP__RES_NSTAMP * sizeof(uint64_t),
+                           "resident solve profile stamps", (void **)&m.stamps);
   if (st == RMAOP_OK) st = rmaop__dev_host_malloc(ctx, sizeof *m.progress, "resident solve progress", (void **)&m.progress);
   if (st == RMAOP_OK && diag) { /* the diagonal as a vector: diag applied to ones (d * 1 is d exactly) */
     rmaop_vec ones = NULL;
@@ -169,7 +208,7 @@ static rmaop_status run(rmaop_op A, rmaop_op D, rmaop_op diag, rmaop__res_args *
     a->c[1] = m.scratch[1];
     if (a->cg) a->t = m.scratch[0];
     else a->s[1] = m.scratch[0];
-    a->part = m.scratch[2], a->hist = m.scratch[3], a->ctl = m.ctl, a->progress = m.progress;
+    a->part = m.scratch[2], a->hist = m.scratch[3], a->ctl = m.ctl, a->progress = m.progress, a->stamps = m.stamps;
     a->dg = m.dg ? m.dg->data : NULL;
     st = rmaop__dev_resident_run(ctx, a, grid, fn, &stuck);
   }
@@ -184,6 +223,7 @@ static rmaop_status run(rmaop_op A, rmaop_op D, rmaop_op diag, rmaop__res_args *
       info->iterations = ctl.iterations, info->reason = (rmaop_reason)ctl.reason, info->kold = ctl.kold;
       st = rmaop__dev_copy(ctx, info->history, a->hist, ((size_t)ctl.iterations + 1) * sizeof(double));
       if (st == RMAOP_OK) st = rmaop__dev_sync(ctx);
+      if (st == RMAOP_OK && m.stamps) st = print_profile(ctx, a, m.stamps, ctl.iterations);
     }
   }
   free(rows);
