@@ -26,8 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bench/bench_args.h" /* strict numeric options; the usage line names them */
-#include "example_util.h"    /* CHECK, g_rank, g_ctx, example_print_sites */
+#include "example_util.h" /* CHECK, g_rank, g_ctx, example_parse, example_print_sites */
 
 
 static void *xcalloc(size_t n, size_t size) {
@@ -50,33 +49,12 @@ static const char usage[] = "usage: rmaop-example-mdd [--nt0 N] [--ns N] [--nr N
 
 static int parse_args(int argc, char **argv, mdd_args *a) {
   *a = (mdd_args){.nt0 = 60, .ns = 24, .nr = 20, .nv = 2, .nfmax = 40, .niter = 60, .trace_out = NULL};
-  const char *me = "rmaop-example-mdd";
-  long long v = 0;
-  for (int i = 1; i < argc; i += 2) {
-    const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!val) {
-      fprintf(stderr, "%s: %s needs a value\n%s", me, opt, usage);
-      return 0;
-    }
-    if (strcmp(opt, "--nt0") == 0 && bench_int_arg(me, opt, val, 8, 1LL << 20, &v, 0))
-      a->nt0 = v;
-    else if (strcmp(opt, "--ns") == 0 && bench_int_arg(me, opt, val, 1, 1LL << 16, &v, 0))
-      a->ns = v;
-    else if (strcmp(opt, "--nr") == 0 && bench_int_arg(me, opt, val, 1, 1LL << 16, &v, 0))
-      a->nr = v;
-    else if (strcmp(opt, "--nv") == 0 && bench_int_arg(me, opt, val, 1, 1LL << 16, &v, 0))
-      a->nv = v;
-    else if (strcmp(opt, "--nfmax") == 0 && bench_int_arg(me, opt, val, 1, 1LL << 20, &v, 0))
-      a->nfmax = v;
-    else if (strcmp(opt, "--niter") == 0 && bench_int_arg(me, opt, val, 1, 100000, &v, 0))
-      a->niter = (int)v;
-    else if (strcmp(opt, "--trace-out") == 0)
-      a->trace_out = val;
-    else {
-      fprintf(stderr, "%s: unknown or bad option %s %s\n%s", me, opt, val, usage);
-      return 0;
-    }
-  }
+  const example_opt opts[] = {
+      {"--nt0", &a->nt0, NULL, NULL, NULL, 8, 1LL << 20},   {"--ns", &a->ns, NULL, NULL, NULL, 1, 1LL << 16},
+      {"--nr", &a->nr, NULL, NULL, NULL, 1, 1LL << 16},     {"--nv", &a->nv, NULL, NULL, NULL, 1, 1LL << 16},
+      {"--nfmax", &a->nfmax, NULL, NULL, NULL, 1, 1LL << 20}, {"--niter", NULL, &a->niter, NULL, NULL, 1, 100000},
+      {"--trace-out", NULL, NULL, NULL, &a->trace_out, 0, 0}};
+  if (!example_parse("rmaop-example-mdd", usage, argc, argv, opts, (int)(sizeof opts / sizeof opts[0]))) return 0;
   if (a->nfmax > a->nt0) a->nfmax = a->nt0; /* nt = 2 nt0 - 1 has nt0 frequencies (PyLops clamps likewise) */
   return 1;
 }

@@ -26,8 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bench/bench_args.h" /* strict numeric options; the usage line names them */
-#include "example_util.h"    /* CHECK, g_rank, g_ctx, example_print_sites */
+#include "example_util.h" /* CHECK, g_rank, g_ctx, example_parse, example_print_sites */
 
 
 typedef struct {
@@ -42,37 +41,11 @@ static const char usage[] = "usage: rmaop-example-poststack [--ny N] [--nx N] [-
 
 static int parse_args(int argc, char **argv, ps_args *a) {
   *a = (ps_args){.ny = 64, .nx = 64, .nz = 200, .niter = 40, .eps = 0.2, .trace_out = NULL};
-  const char *me = "rmaop-example-poststack";
-  long long v = 0;
-  for (int i = 1; i < argc; i += 2) {
-    const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!val) {
-      fprintf(stderr, "%s: %s needs a value\n%s", me, opt, usage);
-      return 0;
-    }
-    if (strcmp(opt, "--ny") == 0 && bench_int_arg(me, opt, val, 1, 1LL << 20, &v, 0))
-      a->ny = v;
-    else if (strcmp(opt, "--nx") == 0 && bench_int_arg(me, opt, val, 1, 1LL << 20, &v, 0))
-      a->nx = v;
-    else if (strcmp(opt, "--nz") == 0 && bench_int_arg(me, opt, val, 8, 1LL << 20, &v, 0))
-      a->nz = v;
-    else if (strcmp(opt, "--niter") == 0 && bench_int_arg(me, opt, val, 1, 100000, &v, 0))
-      a->niter = (int)v;
-    else if (strcmp(opt, "--eps") == 0) {
-      char *end = NULL;
-      a->eps = strtod(val, &end);
-      if (!end || *end || !(a->eps >= 0) || !isfinite(a->eps)) {
-        fprintf(stderr, "%s: --eps %s: want a finite number >= 0\n%s", me, val, usage);
-        return 0;
-      }
-    } else if (strcmp(opt, "--trace-out") == 0)
-      a->trace_out = val;
-    else {
-      fprintf(stderr, "%s: unknown or bad option %s %s\n%s", me, opt, val, usage);
-      return 0;
-    }
-  }
-  return 1;
+  const example_opt opts[] = {
+      {"--ny", &a->ny, NULL, NULL, NULL, 1, 1LL << 20},       {"--nx", &a->nx, NULL, NULL, NULL, 1, 1LL << 20},
+      {"--nz", &a->nz, NULL, NULL, NULL, 8, 1LL << 20},       {"--niter", NULL, &a->niter, NULL, NULL, 1, 100000},
+      {"--eps", NULL, NULL, &a->eps, NULL, 0, 0},             {"--trace-out", NULL, NULL, NULL, &a->trace_out, 0, 0}};
+  return example_parse("rmaop-example-poststack", usage, argc, argv, opts, (int)(sizeof opts / sizeof opts[0]));
 }
 
 /* ---- the per-trace modelling operator 1/2 W D (PyLops PoststackLinearModelling), as block callbacks ---- */
