@@ -33,7 +33,7 @@ typedef struct {
 
 /* Offset (in elements) of entry j of line (o, i) in a scratch of n entries per line. */
 static inline RMAOP__HD int64_t rmaop__fft_scratch_at(const rmaop__fft_geom *g, int64_t o, int64_t j, int64_t i,
-                                                         int64_t n) {
+                                                      int64_t n) {
   return g->lines ? (o * g->d.inner + i) * n + j : (o * n + j) * g->d.inner + i;
 }
 

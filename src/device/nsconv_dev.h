@@ -34,7 +34,7 @@ typedef struct {
  * last, that filter (f0 = f1, w = 0). rmaop__nsconv_lerp takes q = i - oh and f = floor(q / dh), so that a loop
  * over consecutive entries can step f without a division. */
 static inline RMAOP__HD void rmaop__nsconv_lerp(const rmaop__nsconv_geom *g, int64_t q, int64_t f, int64_t *f0,
-                                                       int64_t *f1, double *w) {
+                                                int64_t *f1, double *w) {
   if (f < 0) {
     *f0 = *f1 = 0, *w = 0.0;
   } else if (f >= g->nfilts - 1) {
@@ -49,7 +49,7 @@ static inline RMAOP__HD int64_t rmaop__nsconv_floor(const rmaop__nsconv_geom *g,
   return f * g->dh > q ? f - 1 : f;
 }
 static inline RMAOP__HD void rmaop__nsconv_weights(const rmaop__nsconv_geom *g, int64_t i, int64_t *f0,
-                                                          int64_t *f1, double *w) {
+                                                   int64_t *f1, double *w) {
   rmaop__nsconv_lerp(g, i - g->oh, rmaop__nsconv_floor(g, i - g->oh), f0, f1, w);
 }
 

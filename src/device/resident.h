@@ -29,7 +29,7 @@ typedef struct {
   unsigned pad;
   uint64_t go;        /* the reducing block's release of a reduction's scalars to the others: the step number */
   uint64_t arrived;   /* blocks that finished a reduction's phase, counted over the solve (acq_rel) */
-  double sc[8];       /* the scalars block 0 made (RMAOP__RES_*) */
+  double sc[8];       /* the scalars the reducing block made (RMAOP__RES_*) */
   int iterations, reason, stop, pad2;
   double kold;
 } rmaop__res_ctl;
@@ -57,7 +57,7 @@ typedef struct {
   double *hist;            /* [niter + 1] */
   uint64_t *stamps;        /* [niter + 1][RMAOP__RES_NSTAMP] (zeroed) with RMAOP_RESIDENT_PROFILE=1, else NULL */
   rmaop__res_ctl *ctl;
-  volatile int *progress;  /* host-mapped: the iteration block 0 reached (the host's liveness check) */
+  volatile int *progress;  /* host-mapped: the last iteration reduced (the host's liveness check) */
   /* window: reduction slots at 0 ([2][P][4] doubles), ghost areas at ghost_off ([2 halos][2][2 gw][ninner]) */
   size_t ghost_off;
   int nsend, nsend_peers, nrecv;

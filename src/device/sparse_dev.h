@@ -37,7 +37,7 @@ static inline RMAOP__HD double rmaop__mag(int single, int cplx, double re, doubl
  * NaN propagates as NumPy's maximum and sign propagate it. Complex: soft keeps the phase (max(|x| - t, 0)
  * exp(i angle x)), hard and half scale by a real factor, CLIP scales to modulus t where |x| > t. */
 static inline RMAOP__HD void rmaop__thr_elem(rmaop__thr kind, int single, int cplx, double t, double *re,
-                                                    double *im) {
+                                             double *im) {
   const double mag = rmaop__mag(single, cplx, *re, *im);
   switch (kind) {
   case RMAOP__THR_SOFT: {
