@@ -108,12 +108,18 @@ static rmaop_status set_peers(rmaop_win w, int nt, const int *t, int no, const i
 #define RMA_FLAG_ABORT INT64_MIN
 
 /* What a slot of the control area signals (rma_win.h: slot r "ready", size + r "done", 2 size + r the
- * collective steps' "arrived" and "committed"). */
-enum { SIG_READY, SIG_DONE, SIG_ARRIVED, SIG_COMMITTED };
-static const char *const sig_name[] = {"ready", "done", "arrived", "committed"};
+ * collective steps' "arrived" and "committed", 3 size + (1 + RMA_OFFER_FIELDS) r target r's destination offer,
+ * its fields after it). */
+enum { SIG_READY, SIG_DONE, SIG_ARRIVED, SIG_COMMITTED, SIG_OFFER };
+static const char *const sig_name[] = {"ready", "done", "arrived", "committed", "offer"};
 
 static int slot_of(const rmaop_win w, int sig, int peer) {
-  return sig == SIG_READY ? peer : sig == SIG_DONE ? w->size + peer : 2 * w->size + peer;
+  switch (sig) {
+  case SIG_READY: return peer;
+  case SIG_DONE: return w->size + peer;
+  case SIG_OFFER: return 3 * w->size + (1 + RMA_OFFER_FIELDS) * peer;
+  default: return 2 * w->size + peer;
+  }
 }
 
 /* "rank 0", "rank 0 and rank 2", "rank 0, rank 2 and rank 3"; past 8 ranks the rest as a count. */
@@ -132,9 +138,9 @@ static rmaop_status timed_out(rmaop_win w, int sig, const char *step, int n, con
                               int64_t want) {
   char who[160], question[320];
   name_ranks(who, sizeof who, n, missing);
-  if (sig == SIG_READY || sig == SIG_DONE)
+  if (sig == SIG_READY || sig == SIG_DONE || sig == SIG_OFFER)
     snprintf(question, sizeof question, "did %s enter the matching epoch with rank %d as %s?", n == 1 ? who : "they",
-             w->rank, sig == SIG_READY ? "an origin" : "a target");
+             w->rank, sig == SIG_DONE ? "a target" : "an origin");
   else
     snprintf(question, sizeof question, "did %s make the same call?", n == 1 ? who : "they");
   return RMAOP_ERROR(w->ctx, RMAOP_ERR_TIMEOUT,
@@ -216,8 +222,9 @@ void rma__epoch_abandon(rmaop_win w) {
   rmaop__error_hold(w->ctx, 1);
   for (int i = 0; i < w->size - 1; ++i) {
     const int r = w->others[i];
-    for (int sig = SIG_READY; sig <= SIG_ARRIVED; ++sig)
-      (void)w->ftp[r]->notify(w, r, slot_of(w, sig, w->rank), RMA_FLAG_ABORT);
+    for (int sig = SIG_READY; sig <= SIG_OFFER; ++sig)
+      if (sig != SIG_COMMITTED) /* the same slot as "arrived" */
+        (void)w->ftp[r]->notify(w, r, slot_of(w, sig, w->rank), RMA_FLAG_ABORT);
   }
   rmaop__error_hold(w->ctx, 0);
 }
@@ -311,6 +318,26 @@ rmaop_status rma__post_ready(rmaop_win w) {
     w->ready_sent[o] = next;
   }
   return step_done(w, 0);
+}
+
+/* ---- destination offers (rma_backend.c: all-to-all blocks straight into the destination) ---- */
+
+rmaop_status rma__offer(rmaop_win w, int origin, const int64_t fields[RMA_OFFER_FIELDS]) {
+  const int at = slot_of(w, SIG_OFFER, w->rank);
+  for (int f = 0; f < RMA_OFFER_FIELDS; ++f)
+    RMAOP_CHECK(w->ftp[origin]->notify(w, origin, at + 1 + f, fields[f]));
+  return w->ftp[origin]->notify(w, origin, at, w->in_epochs[origin]); /* release: the fields before it */
+}
+
+rmaop_status rma__offers_wait(rmaop_win w, int n, const int *targets) {
+  return wait_flags(w, SIG_OFFER, n, targets, w->out_epochs, 0, "epoch begin");
+}
+
+rmaop_status rma__offer_read(rmaop_win w, int target, int64_t fields[RMA_OFFER_FIELDS]) {
+  const int at = slot_of(w, SIG_OFFER, target);
+  for (int f = 0; f < RMA_OFFER_FIELDS; ++f)
+    RMAOP_CHECK(w->ftp[target]->read_flag(w, at + 1 + f, &fields[f]));
+  return RMAOP_OK;
 }
 
 /* ---- pscw through MPI ---- */

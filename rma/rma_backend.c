@@ -46,7 +46,9 @@
 #include "rma_win.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "core/shmem.h"
 #include "device/device.h"
 #ifdef RMAOP_HAVE_CUDA
 #include "ipc_batch.h"
@@ -60,6 +62,15 @@ typedef struct {
   int doubled;    /* staging has two halves (fence, lock) */
   int odd;        /* the current execution uses the second half */
   unsigned flags; /* epoch flags */
+  /* All-to-all blocks straight into the destination (plan_setup_direct; empty lists when the plan has none). */
+  int nto, nfrom;         /* pairs that take part, as origin and as target */
+  int *to;                /* [nsend_peers] target ranks of those pairs */
+  unsigned char *to_g;    /* [nsend_peers] 1: send group g's pair takes part */
+  unsigned char *from_g;  /* [nrecv_peers] 1: receive group g's pair takes part */
+  unsigned char *skip;    /* [nrecv_peers] this execution's origins that put straight into dst */
+  int offered;            /* this execution offered dst (skip has a 1) */
+  const char *transport;  /* the plan's trace transport when nothing came straight into dst */
+  int disjoint;           /* this rank's receives, self included, write disjoint ranges of dst */
 } rma_plan;
 
 static int double_buffered(rmaop_ctx ctx) {
@@ -88,17 +99,128 @@ static void plan_trace_shape(rmaop_plan plan) {
   plan->trace_bytes_per_message = plan->nsend ? (double)elems * (double)plan->esize / plan->nsend : 0.0;
 }
 
-/* Collective. Whether any rank sends to another one: if none, the plan needs no window at all. */
-static rmaop_status plan_needs_window(rmaop_plan plan, rmaop_status local, int *needed) {
+/* Collective. Whether any rank sends to another one: if none, the plan needs no window at all. *direct_min:
+ * RMAOP_RMA_DIRECT_MIN as all ranks take it, the largest of theirs, 0 when any rank has 0 (off). */
+static rmaop_status plan_needs_window(rmaop_plan plan, rmaop_status local, int *needed, int64_t *direct_min) {
   rmaop_ctx ctx = plan->ctx;
-  int v[2] = {plan->nsend_peers + plan->nrecv_peers > 0, local != RMAOP_OK}, r[2];
-  RMAOP_CHECK_MPI(ctx, MPI_Allreduce(v, r, 2, MPI_INT, MPI_MAX, ctx->comm));
+  const size_t min = rma__settings(ctx)->direct_min;
+  int64_t v[3] = {plan->nsend_peers + plan->nrecv_peers > 0, local != RMAOP_OK, min ? (int64_t)min : INT64_MAX}, r[3];
+  RMAOP_CHECK_MPI(ctx, MPI_Allreduce(v, r, 3, MPI_INT64_T, MPI_MAX, ctx->comm));
   if (local != RMAOP_OK)
     return local;
   if (r[1])
     return RMAOP_ERROR(ctx, RMAOP_ERR_REMOTE, "rma plan set-up failed on another rank; its message says why");
-  *needed = r[0];
+  *needed = (int)r[0];
+  *direct_min = r[2] == INT64_MAX ? 0 : r[2];
   return RMAOP_OK;
+}
+
+/* ---- all-to-all blocks straight into the destination ----
+ * A staged block is copied twice, into the target's staging and out of it at the end; a block put straight into
+ * the target's destination once. That needs the destination's address per execution and memory the origin can
+ * write: the target offers it at each begin (rma__offer: where in which node-shared buffer, src/core/shmem.h, or
+ * "none") and its origins put there instead of into the staging, then flag "done" as always; the target's unpack
+ * skips them. Taken by a pair of an all-to-all plan (its receives may not overlap, so the order in which origins
+ * write does not matter) on a host window in lock mode, over shm, whose block is at least RMAOP_RMA_DIRECT_MIN
+ * bytes; both ends know that from the plan alone, so both know whether an offer comes. The target offers only in
+ * INSERT mode, when dst lies in one node-shared buffer (vectors and the operators' buffers of a host context,
+ * rmaop__mem_calloc_node) and does not overlap src (an origin's writes may come before this rank read src). The
+ * offer costs one flag wait in begin, which a pair that sends both ways skips when staged (double buffering, at
+ * the top of this file): hence the size threshold. ARCHITECTURE.md, "All-to-all and redistribution", has the
+ * measurements. */
+
+/* Whether [a, a + na) and [b, b + nb) overlap. */
+static int overlaps(const char *a, size_t na, const char *b, size_t nb) {
+  return na && nb && a < b + nb && b < a + na;
+}
+
+static int cmp_range(const void *x, const void *y) {
+  const int64_t *a = x, *b = y;
+  return (a[0] > b[0]) - (a[0] < b[0]);
+}
+
+/* Whether this rank's receive ranges (self transfers included) are pairwise disjoint. */
+static rmaop_status receives_disjoint(rmaop_plan plan, int *disjoint) {
+  const int n = plan->nrecv + plan->nself;
+  int64_t *r = NULL;
+  RMAOP_CHECK(rmaop__malloc(plan->ctx, 2 * (size_t)n * sizeof *r + 1, "rma plan ranges", (void **)&r));
+  for (int i = 0; i < n; ++i) {
+    const rmaop_transfer *t = i < plan->nrecv ? &plan->recv[i] : &plan->self[i - plan->nrecv];
+    r[2 * i] = t->dst_offset;
+    r[2 * i + 1] = t->dst_offset + t->count;
+  }
+  qsort(r, (size_t)n, 2 * sizeof *r, cmp_range);
+  *disjoint = 1;
+  for (int i = 1; i < n; ++i)
+    if (r[2 * i] < r[2 * i - 1])
+      *disjoint = 0;
+  free(r);
+  return RMAOP_OK;
+}
+
+static int direct_pair(rmaop_plan plan, rmaop_win w, int peer, int64_t elems, int64_t min) {
+  return min > 0 && (uint64_t)elems * plan->esize >= (uint64_t)min && w->tp[peer] == &rma__transport_shm;
+}
+
+/* `min`: RMAOP_RMA_DIRECT_MIN as every rank agreed on it (0: off). Local. */
+static rmaop_status plan_setup_direct(rmaop_plan plan, rma_plan *rp, int64_t min) {
+  rmaop_ctx ctx = plan->ctx;
+  rmaop_win w = rp->win;
+  if (!plan->alltoall || RMAOP__ON_DEVICE(ctx) || !w || w->device || !w->flag_sync || !ctx->shm || min <= 0)
+    return RMAOP_OK;
+  const size_t ns = (size_t)plan->nsend_peers, nr = (size_t)plan->nrecv_peers;
+  RMAOP_CHECK(rmaop__calloc(ctx, ns + 1, sizeof *rp->to, "rma plan direct targets", (void **)&rp->to));
+  RMAOP_CHECK(rmaop__calloc(ctx, ns + 3 * nr + 1, 1, "rma plan direct pairs", (void **)&rp->to_g));
+  rp->from_g = rp->to_g + ns;
+  rp->skip = rp->from_g + nr;
+  for (int g = 0; g < plan->nsend_peers; ++g)
+    if ((rp->to_g[g] = (unsigned char)direct_pair(plan, w, plan->send_peers[g], plan->send_peer_count[g], min)))
+      rp->to[rp->nto++] = plan->send_peers[g];
+  for (int g = 0; g < plan->nrecv_peers; ++g)
+    if ((rp->from_g[g] = (unsigned char)direct_pair(plan, w, plan->recv_peers[g], plan->recv_peer_count[g], min)))
+      rp->nfrom++;
+  rp->transport = plan->trace_transport;
+  return receives_disjoint(plan, &rp->disjoint);
+}
+
+/* Target side of begin: the offer to every pair that takes part (rma__epoch_begin has counted the epoch). */
+static rmaop_status offer_dst(rmaop_plan plan, rma_plan *rp) {
+  const size_t es = plan->esize;
+  rmaop__shm_ref ref = {0};
+  const int offered = rp->disjoint && plan->cur_mode == RMAOP_INSERT &&
+                      !overlaps(plan->cur_src, (size_t)plan->src_len * es, plan->cur_dst, (size_t)plan->dst_len * es) &&
+                      rmaop__shm_find(plan->ctx, plan->cur_dst, (size_t)plan->dst_len * es, &ref);
+  const int64_t fields[RMA_OFFER_FIELDS] = {offered ? ref.owner : 0, ref.seq, ref.offset};
+  rp->offered = offered;
+  for (int g = 0; g < plan->nrecv_peers; ++g) {
+    rp->skip[g] = (unsigned char)(rp->from_g[g] && offered);
+    if (rp->from_g[g])
+      RMAOP_CHECK(rma__offer(rp->win, plan->recv_peers[g], fields));
+  }
+  return RMAOP_OK;
+}
+
+/* Origin side: send group g's transfers into the target's offered destination. *put = 0 when it offered none. */
+static rmaop_status put_direct(rmaop_plan plan, rma_plan *rp, const char *src, int g, int *put) {
+  const int t = plan->send_peers[g];
+  int64_t f[RMA_OFFER_FIELDS];
+  RMAOP_CHECK(rma__offer_read(rp->win, t, f));
+  *put = f[0] != 0;
+  const size_t es = plan->esize;
+  for (int j = plan->send_peer_first[g]; *put && j < plan->send_peer_first[g + 1]; ++j) {
+    const rmaop_transfer *x = &plan->send[j];
+    const size_t bytes = (size_t)x->count * es;
+    const rmaop__shm_ref at = {.owner = f[0], .seq = f[1], .offset = f[2] + x->dst_offset * (int64_t)es};
+    char *dst = NULL;
+    RMAOP_CHECK(rmaop__shm_map(plan->ctx, t, &at, bytes, &dst));
+    memcpy(dst, src + (size_t)x->src_offset * es, bytes);
+  }
+  return RMAOP_OK;
+}
+
+static void plan_free_direct(rma_plan *rp) {
+  free(rp->to);
+  free(rp->to_g);
 }
 
 static rmaop_status plan_setup(rmaop_plan plan) {
@@ -109,7 +231,8 @@ static rmaop_status plan_setup(rmaop_plan plan) {
     local = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rma plan \"%s\": %lld incoming elements do not fit in a window",
                         plan->label, (long long)plan->recv_total);
   int needed = 0;
-  rmaop_status st = plan_needs_window(plan, local, &needed);
+  int64_t direct_min = 0;
+  rmaop_status st = plan_needs_window(plan, local, &needed, &direct_min);
   if (st != RMAOP_OK) {
     free(rp);
     return st;
@@ -135,7 +258,8 @@ static rmaop_status plan_setup(rmaop_plan plan) {
     plan->trace_transport = plan_transport(plan, rp->win);
   }
   plan->backend_data = rp;
-  return RMAOP_OK;
+  /* Local: the lists are this rank's view of pairs both ends decide alike. A failure here frees the plan. */
+  return plan_setup_direct(plan, rp, direct_min);
 }
 
 static void plan_free(rmaop_plan plan) {
@@ -143,6 +267,7 @@ static void plan_free(rmaop_plan plan) {
   if (!rp)
     return;
   rmaop_win_destroy(&rp->win);
+  plan_free_direct(rp);
   free(rp);
   plan->backend_data = NULL;
 }
@@ -165,6 +290,10 @@ static rmaop_status plan_begin(rmaop_plan plan) {
   w->captured = plan->capturing;
   RMAOP_CHECK(rma__epoch_begin(w, plan->nsend_peers, plan->send_peers, plan->nrecv_peers, plan->recv_peers, flags));
   rp->odd = rp->doubled && !plan->capturing && (w->epoch & 1);
+  if (rp->nfrom)
+    RMAOP_CHECK(offer_dst(plan, rp));
+  if (rp->nto) /* after this rank's own offers: two ranks that offer to each other never wait on each other */
+    RMAOP_CHECK(rma__offers_wait(w, rp->nto, rp->to));
   /* The peers in ring order from this rank (the first one above it, wrapping): when every rank puts to several
    * peers, one after the other as a stream's copies go, no rank then has all the others writing into it at once
    * (ascending order would make rank 0 everyone's first target). 4 x H200, all-to-all of 64 MiB per pair: 1192 us
@@ -174,7 +303,10 @@ static rmaop_status plan_begin(rmaop_plan plan) {
   while (g0 < plan->nsend_peers && plan->send_peers[g0] < plan->ctx->rank) ++g0;
   for (int k = 0; k < plan->nsend_peers; ++k) {
     const int g = (g0 + k) % plan->nsend_peers;
-    for (int j = plan->send_peer_first[g]; j < plan->send_peer_first[g + 1]; ++j) {
+    int put = 0;
+    if (rp->nto && rp->to_g[g])
+      RMAOP_CHECK(put_direct(plan, rp, src, g, &put));
+    for (int j = plan->send_peer_first[g]; !put && j < plan->send_peer_first[g + 1]; ++j) {
       const rmaop_transfer *t = &plan->send[j];
       const size_t half = rp->odd ? w->sizes[t->peer] / 2 : 0; /* the target's staging is doubled too */
       RMAOP_CHECK(rma__put(w, src + (size_t)t->src_offset * es, (size_t)t->count * es, t->peer,
@@ -253,9 +385,12 @@ static rmaop_status plan_end(rmaop_plan plan) {
   w->fuse_unpack = 0;
   RMAOP_CHECK(st);
   const char *staging = rp->staging + (rp->odd ? w->bytes / 2 : 0);
-  const rmaop__unpack_from from = {.staging = staging, .apply = w->device ? unpack_into_kernel : NULL};
+  const rmaop__unpack_from from = {
+      .staging = staging, .skip = rp->nfrom ? rp->skip : NULL, .apply = w->device ? unpack_into_kernel : NULL};
   st = rmaop__plan_unpack(plan, &from);
   RMAOP_CHECK(st); /* rma__post_ready below launches what is pending, with its flags */
+  if (rp->nfrom) /* the trace says which way this execution's blocks came */
+    plan->trace_transport = rp->offered ? "shm-direct" : rp->transport;
   if (end_waits_for_stream(plan, w))
     RMAOP_CHECK(stream_done(plan));
   return rma__post_ready(w);
@@ -300,6 +435,8 @@ static const rmaop__config_entry rma_rows[] = {
     {"RMAOP_RMA_TRANSPORT", "auto", "auto|mpi|shm|ipc", "how the rma backend moves bytes to a peer"},
     {"RMAOP_IPC_STORE_MAX", "65536", "bytes", "on the kernel path, ipc puts up to this size are stores from the kernel"},
     {"RMAOP_IPC_PATH", "auto", "auto|kernel|copy", "how the ipc transport moves small epochs to a peer"},
+    {"RMAOP_RMA_DIRECT_MIN", "32768", "bytes, 0 = off",
+     "host memory, lock: all-to-all blocks of at least this size go straight into the peer's destination"},
 };
 
 static rmaop_status settings_parse(rmaop_ctx ctx, const rmaop_ctx_options *o, void *settings) {
@@ -318,6 +455,9 @@ static rmaop_status settings_parse(rmaop_ctx ctx, const rmaop_ctx_options *o, vo
   RMAOP_CHECK(rmaop__parse_name(ctx, "ipc path (RMAOP_IPC_PATH)", rmaop__option_value(o->rma.ipc_path, "RMAOP_IPC_PATH"),
                                 ipc_path_names, &i));
   st->ipc_path = i;
+  double direct_min = 0;
+  RMAOP_CHECK(rmaop__option_number(ctx, "RMAOP_RMA_DIRECT_MIN", 1, 0, 0x1p40, "a byte count in [0, 2^40]", &direct_min));
+  st->direct_min = (size_t)direct_min;
   RMAOP_REQUIRE(ctx, st->transport != RMAOP_TRANSPORT_IPC || ctx->memory == RMAOP_MEMORY_DEVICE, RMAOP_ERR_UNSUPPORTED,
                 "rma transport \"ipc\" moves GPU memory: it needs RMAOP_MEMORY=device");
   return RMAOP_OK;
@@ -352,6 +492,12 @@ static rmaop_status init(rmaop_ctx ctx) {
     if (r != ctx->rank)
       s->peers[n++] = r;
   ctx->backend_data = s;
+  /* Node-shared buffers for the all-to-alls straight into the destination (plan_setup_direct). Collective: the
+   * memory kind and the size are the same on every rank; RMAOP_RMA_DIRECT_MIN may not be, so every rank probes
+   * unless its own setting is 0 (such a rank then takes no shared buffers, and its plans agree on "off"). */
+  const size_t min = rma__settings(ctx)->direct_min;
+  if (ctx->memory == RMAOP_MEMORY_HOST && ctx->size > 1)
+    rmaop__shm_init(ctx, min ? min : SIZE_MAX);
   return RMAOP_OK;
 }
 

@@ -61,6 +61,10 @@ enum {
 
 enum { RMA_ROLE_TARGET = 1, RMA_ROLE_ORIGIN = 2 };
 
+/* int64 fields of a destination offer (epoch.c, rma__offer) and the control area's slots for `size` ranks. */
+#define RMA_OFFER_FIELDS 3
+#define RMA_CTRL_SLOTS(size) ((3 + 1 + RMA_OFFER_FIELDS) * (size_t)(size))
+
 struct rmaop_win_s {
   rmaop_ctx ctx;
   int rank, size;
@@ -101,7 +105,7 @@ struct rmaop_win_s {
    * "done", written by origin r (its puts of the epoch are complete here). Values count epochs per PAIR
    * of ranks, so a rank that skips epochs it takes no part in (they are neighbor-collective) never
    * desynchronizes the others. Slot 2 size + r: rank r's phase in the collective steps (fence, window
-   * free: epoch.c, sync_all). Any slot may hold ABORT: its writer gave up (rma__epoch_abandon). The area
+   * free: epoch.c, sync_all). Slots 3 size + 4 r .. + 3: target r's destination offer (rma__offer). Any slot may hold ABORT: its writer gave up (rma__epoch_abandon). The area
    * is the tail of the data window when MPI allocated it and the window is shared (flags as atomics) or
    * in lock mode's passive epoch; else a small window of its own in a passive epoch (mpi flags beside an
    * active-target fence or pscw window across nodes, or beside user memory). */
@@ -199,6 +203,15 @@ static inline rmaop_status rma__put(rmaop_win w, const void *origin, size_t byte
 }
 
 /* ---- epoch.c ---- */
+
+/* Destination offers (lock mode, host windows; rma_backend.c sends all-to-all blocks straight into a destination
+ * that node peers can map). After rma__epoch_begin a target writes an origin the offer of that epoch (the
+ * fields, then the pair's epoch count as the flag, release); the origin waits for the count (bounded like every
+ * handshake wait, an ABORT ends it) and reads the fields. Values are the pair's own epoch counts, as "ready" and
+ * "done" are. */
+rmaop_status rma__offer(rmaop_win w, int origin, const int64_t fields[RMA_OFFER_FIELDS]);
+rmaop_status rma__offers_wait(rmaop_win w, int n, const int *targets);
+rmaop_status rma__offer_read(rmaop_win w, int target, int64_t fields[RMA_OFFER_FIELDS]);
 
 /* Opens an epoch with exactly these peers (own rank dropped: self transfers are local copies).
  * Unsorted lists are fine; a repeated rank or one outside the communicator is RMAOP_ERR_ARG. */

@@ -8,7 +8,7 @@
  * memory (mpi only: MPI cannot map user memory into other processes).
  *
  * The flag handshakes (epoch.c: lock's epochs, and the bounded waits around fence and pscw) need a
- * control area (three int64 slots per rank, rma_win.h): the tail of an allocated segment, or a small
+ * control area (RMA_CTRL_SLOTS int64 slots, rma_win.h): the tail of an allocated segment, or a small
  * window of its own in a passive-target epoch. In lock mode the whole window lives in one
  * MPI_Win_lock_all(MPI_MODE_NOCHECK) epoch from creation to free (MPI-3.1 §11.5.3): passive-target
  * synchronization is then only flushes and flags.
@@ -344,7 +344,7 @@ static rmaop_status build(rmaop_win w, void *user_base, size_t bytes) {
     return build_local(w, user_base, bytes);
   set_transports(w);
   w->flag_sync = uses_flag_sync(w);
-  const size_t ctrl_bytes = 3 * (size_t)w->size * sizeof(int64_t);
+  const size_t ctrl_bytes = RMA_CTRL_SLOTS(w->size) * sizeof(int64_t);
   /* The control area rides in the data window's tail when MPI allocates it and no passive epoch on it would
    * conflict with the sync mode's active-target epochs: lock mode holds one anyway, and on a shared window
    * fence and pscw flag with atomics (set_transports). Otherwise mpi flags in a window of their own. */

@@ -10,3 +10,9 @@ rmaop_add_test(NAME alltoall.nodes2 TARGET test_alltoall NP 4 MEMORY host BACKEN
                ENV RMAOP_NODE_SIZE=2)
 rmaop_add_test(NAME alltoall.nodes2tcp TARGET test_alltoall NP 4 MEMORY host BACKENDS rma twosided TRANSPORTS mpi auto
                ENV RMAOP_NODE_SIZE=2 OMPI_MCA_btl=self,tcp)
+# Every all-to-all of the patterns above straight into the destination where it can (RMAOP_RMA_DIRECT_MIN=8: blocks
+# of one element and up), and with it off; test_alltoall_direct checks which way each execution went.
+rmaop_add_test(NAME alltoall.direct TARGET test_alltoall NP 2 3 4 MEMORY host BACKENDS rma SYNCS lock TRANSPORTS auto
+               ENV RMAOP_RMA_DIRECT_MIN=8)
+rmaop_add_test(NAME alltoall.staged TARGET test_alltoall NP 2 MEMORY host BACKENDS rma SYNCS lock TRANSPORTS auto
+               ENV RMAOP_RMA_DIRECT_MIN=0)

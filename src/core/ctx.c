@@ -6,6 +6,7 @@
 #include "device/device.h"
 #include "error.h"
 #include "reduce.h"
+#include "shmem.h"
 #include "vec.h"
 
 #include <errno.h>
@@ -112,6 +113,7 @@ static void ctx_free(rmaop_ctx ctx) {
   rmaop__trace_free(ctx);
   rmaop__request_pool_free(ctx);
   rmaop__work_flush(ctx);
+  rmaop__shm_fini(ctx);
   rmaop__dev_fini(ctx); /* a host context's: nothing to release */
   for (int b = 0; b < RMAOP__MAX_BACKENDS; ++b) free(ctx->settings[b]);
   free(ctx->node_of);

@@ -75,6 +75,8 @@ struct rmaop_ctx_s {
     int pinned;
   } work[RMAOP__WORK_CACHE];
   int nwork;
+  /* Node-shared host buffers (src/core/shmem.c): NULL when the context makes none. */
+  struct rmaop__shm *shm;
   char last_error[1024];
   int error_held;       /* rmaop__error_hold: > 0 keeps last_error */
   /* A failed exchange (a wait timed out, or a peer gave up in the middle of one: src/core/error.c) leaves peers in

@@ -3,6 +3,7 @@
 #include "error.h"
 #include "ctx.h"
 #include "vec.h"
+#include "shmem.h"
 #include "device/device.h"
 
 /* Without CUDA, rmaop_ctx_create refuses device memory: every buffer is host memory (RMAOP__ON_DEVICE is 0). */
@@ -16,10 +17,20 @@ rmaop_status rmaop__mem_calloc(rmaop_ctx ctx, size_t n, size_t size, const char 
   return rmaop__calloc(ctx, n, size, what, out);
 }
 
+rmaop_status rmaop__mem_calloc_node(rmaop_ctx ctx, size_t n, size_t size, const char *what, void **out) {
+  if (!RMAOP__ON_DEVICE(ctx) && (!size || n <= SIZE_MAX / size) && (*out = rmaop__shm_alloc(ctx, n * size)) != NULL)
+    return RMAOP_OK;
+  return rmaop__mem_calloc(ctx, n, size, what, out);
+}
+
+static void host_free(rmaop_ctx ctx, void *p) {
+  if (!rmaop__shm_free(ctx, p)) free(p);
+}
+
 void rmaop__mem_free(rmaop_ctx ctx, void **p) {
   if (!*p) return; /* also where the owner failed before it had a context */
   if (RMAOP__ON_DEVICE(ctx)) rmaop__dev_free(*p);
-  else free(*p);
+  else host_free(ctx, *p);
   *p = NULL;
 }
 
@@ -48,13 +59,13 @@ static void work_release(rmaop_ctx ctx, int pinned, void *p) {
     (void)rmaop__dev_sync(ctx); /* stream work still using it finishes first */
     rmaop__dev_free(p);
   } else {
-    free(p);
+    host_free(ctx, p);
   }
 }
 
 static rmaop_status work_new(rmaop_ctx ctx, int pinned, size_t bytes, const char *what, void **out) {
   if (pinned_kind(ctx, pinned)) return rmaop__dev_host_malloc(ctx, bytes, what, out);
-  return rmaop__mem_calloc(ctx, 1, bytes, what, out);
+  return rmaop__mem_calloc_node(ctx, 1, bytes, what, out);
 }
 
 rmaop_status rmaop__work_alloc(rmaop_ctx ctx, int pinned, size_t bytes, const char *what, void **out) {

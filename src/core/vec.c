@@ -72,7 +72,7 @@ rmaop_status rmaop_vec_create(rmaop_layout layout, rmaop_dtype dtype, rmaop_vec 
                 "rmaop_vec_create: %lld local elements overflow size_t", (long long)n);
   rmaop_vec v = NULL;
   RMAOP_CHECK(rmaop__calloc(ctx, 1, sizeof *v, "vector", (void **)&v));
-  rmaop_status st = rmaop__mem_calloc(ctx, (size_t)n, rmaop_dtype_size(dtype), "vector data", &v->data);
+  rmaop_status st = rmaop__mem_calloc_node(ctx, (size_t)n, rmaop_dtype_size(dtype), "vector data", &v->data);
   if (st != RMAOP_OK) {
     free(v);
     return st;

@@ -81,6 +81,10 @@ rmaop_status rmaop__vec_mdot_device(int n, const rmaop_vec x[], const rmaop_vec 
  * context's stream, not waited for). mem_calloc zero fills (0 bytes: a host pointer, or NULL on the device);
  * mem_free takes NULL and sets *p to NULL; mem_copy takes host or device pointers on the device path. */
 rmaop_status rmaop__mem_calloc(rmaop_ctx ctx, size_t n, size_t size, const char *what, void **out);
+/* mem_calloc for buffers that may be the destination of an exchange (vectors, the operators' transpose buffers):
+ * on a host context that makes node-shared buffers (src/core/shmem.h), one of those when large enough, so that
+ * node peers can put straight into it. mem_free frees either kind. */
+rmaop_status rmaop__mem_calloc_node(rmaop_ctx ctx, size_t n, size_t size, const char *what, void **out);
 void rmaop__mem_free(rmaop_ctx ctx, void **p);
 rmaop_status rmaop__mem_copy(rmaop_ctx ctx, void *dst, const void *src, size_t bytes);
 /* dst[0 .. n) = 0 in dtype dt. */

@@ -329,7 +329,7 @@ static rmaop_status make_steps(fft_impl *f) {
   }
   const size_t es = rmaop_dtype_size(complex_of(in->model_dtype));
   for (int b = 0; b < 2 && n > 1 + b && st == RMAOP_OK; ++b)
-    st = rmaop__mem_calloc(ctx, (size_t)most + 1, es, "fftnd buffer", &f->w[b]);
+    st = rmaop__mem_calloc_node(ctx, (size_t)most + 1, es, "fftnd buffer", &f->w[b]);
   return st;
 }
 

@@ -295,7 +295,7 @@ static rmaop_status make_buffers(rmaop__redist *r) {
     redist_side *s = &r->s[i];
     if (s->direct)
       continue;
-    RMAOP_CHECK(rmaop__mem_calloc(ctx, (size_t)r->n[i] + 1, r->es, "redistribution packing buffer", &s->buf));
+    RMAOP_CHECK(rmaop__mem_calloc_node(ctx, (size_t)r->n[i] + 1, r->es, "redistribution packing buffer", &s->buf));
     if (!RMAOP__ON_DEVICE(ctx))
       continue;
     const size_t bytes = (size_t)ctx->size * sizeof(rmaop__box);

@@ -410,9 +410,25 @@ static void absent_or_late(int late) {
   const rmaop_alltoall_spec spec = {.dtype = RMAOP_F64, .src_len = rt_size, .dst_len = rt_size, .send_counts = sc};
   rmaop_plan plan = NULL;
   RT_OK(rmaop_plan_create_alltoall(c, &spec, &plan));
-  RT_OK(rmaop_plan_execute(plan, fail_src[late], fail_dst[late], RMAOP_INSERT)); /* once in step */
+  /* On rma the buffers are vectors, which an all-to-all may write straight into (with RMAOP_RMA_DIRECT_MIN=8): the
+   * wait for a destination's offer is bounded too, and a vector freed after the failure stays valid for a peer
+   * that may still write it. */
+  rmaop_ctx_info info;
+  RT_OK(rmaop_ctx_get_info(c, &info));
+  rmaop_vec v[2] = {NULL, NULL};
+  double *src = fail_src[late], *dst = fail_dst[late];
+  if (strcmp(info.backend, "rma") == 0) {
+    rmaop_layout l = NULL;
+    RT_OK(rmaop_layout_create_local(c, rt_size, &l));
+    for (int i = 0; i < 2; ++i)
+      RT_OK(rmaop_vec_create(l, RMAOP_F64, &v[i]));
+    rmaop_layout_destroy(&l);
+    RT_OK(rmaop_vec_get_array(v[0], (void **)&src));
+    RT_OK(rmaop_vec_get_array(v[1], (void **)&dst));
+  }
+  RT_OK(rmaop_plan_execute(plan, src, dst, RMAOP_INSERT)); /* once in step */
   for (int q = 0; q < rt_size; ++q)
-    fail_src[late][q] = 100 * rt_rank + q + 1, fail_dst[late][q] = -1;
+    src[q] = 100 * rt_rank + q + 1, dst[q] = -1;
   rt_watchdog(30, "test_alltoall: an all-to-all wait or destroy is not bounded by the context's timeout");
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = MPI_Wtime();
@@ -423,7 +439,7 @@ static void absent_or_late(int late) {
       while (MPI_Wtime() < until) {
       }
     }
-    st = rmaop_plan_execute(plan, fail_src[late], fail_dst[late], RMAOP_INSERT);
+    st = rmaop_plan_execute(plan, src, dst, RMAOP_INSERT);
   }
   const double waited = MPI_Wtime() - t0;
   const int absent_wait = !late && rt_rank != 0, failed = st == RMAOP_ERR_TIMEOUT || st == RMAOP_ERR_REMOTE;
@@ -431,12 +447,14 @@ static void absent_or_late(int late) {
            rmaop_status_string(st), waited, rmaop_ctx_last_error(c));
   int whole = 1;
   for (int p = 0; p < rt_size && st == RMAOP_OK && (rt_rank != 0 || late); ++p)
-    whole &= fail_dst[late][p] == 100 * p + rt_rank + 1;
+    whole &= dst[p] == 100 * p + rt_rank + 1;
   RT_CHECK(whole, "rank 0 %s: RMAOP_OK without every block", late ? "late" : "absent");
   if (failed)
-    st = rmaop_plan_execute(plan, fail_src[late], fail_dst[late], RMAOP_INSERT);
+    st = rmaop_plan_execute(plan, src, dst, RMAOP_INSERT);
   RT_CHECK(!failed || st == RMAOP_ERR_STATE, "after the failure: %s", rmaop_status_string(st));
   rmaop_plan_destroy(&plan);
+  rmaop_vec_destroy(&v[0]);
+  rmaop_vec_destroy(&v[1]);
   rmaop_ctx_destroy(&c);
   RT_CHECK(plan == NULL && c == NULL, "a destroy left its handle");
   rt_watchdog(0, NULL);
@@ -447,6 +465,90 @@ START_TEST(test_alltoall_failure) {
     return; /* device paths: the timeout test of tests/CMakeLists.txt */
   absent_or_late(0);
   absent_or_late(1);
+}
+END_TEST
+
+/* Blocks straight into the destination (rma, host memory, lock, shm: rma/rma_backend.c). A block of at least
+ * RMAOP_RMA_DIRECT_MIN bytes (default 32768) into a vector arrives directly, which the trace reports as transport
+ * "shm-direct"; into ordinary memory, in ADD mode, or with RMAOP_RMA_DIRECT_MIN=0 it is staged. Every execution
+ * against the reference, whichever way it went; the ways are checked where the context takes them. */
+static const char *site_transport(rmaop_ctx c, const char *label) {
+  int n = 0;
+  RT_OK(rmaop_trace_count(c, &n));
+  for (int i = 0; i < n; ++i) {
+    rmaop_trace_site s;
+    RT_OK(rmaop_trace_get(c, i, &s));
+    if (strcmp(s.label, label) == 0)
+      return s.transport;
+  }
+  return "";
+}
+
+static int direct_expected(rmaop_ctx c, size_t block) {
+  rmaop_ctx_info info;
+  RT_OK(rmaop_ctx_get_info(c, &info));
+  const char *min_env = getenv("RMAOP_RMA_DIRECT_MIN"), *nodes = getenv("RMAOP_NODE_SIZE");
+  const double min = min_env && *min_env ? strtod(min_env, NULL) : 32768;
+  return rt_size > 1 && strcmp(info.backend, "rma") == 0 && info.memory == RMAOP_MEMORY_HOST &&
+         info.rma.sync == RMAOP_SYNC_LOCK && info.rma.transport != RMAOP_TRANSPORT_MPI && !(nodes && *nodes) &&
+         min > 0 && (double)block >= min;
+}
+
+/* One execution of `plan` from src into dst (P blocks of n each way) with fresh values, checked; returns whether
+ * the trace says it went straight into dst. */
+static int direct_run(rmaop_plan plan, double *src, double *dst, int64_t n, rmaop_mode mode, int s, const char *what) {
+  for (int q = 0; q < rt_size; ++q)
+    for (int64_t k = 0; k < n; ++k)
+      src[q * n + k] = 1e6 * (rt_rank * rt_size + q) + k + 0.25 * s, dst[q * n + k] = 1.0;
+  RT_OK(rmaop_plan_execute(plan, src, dst, mode));
+  int64_t bad = -1;
+  for (int p = 0; p < rt_size && bad < 0; ++p)
+    for (int64_t k = 0; k < n && bad < 0; ++k)
+      if (dst[p * n + k] != 1e6 * (p * rt_size + rt_rank) + k + 0.25 * s + (mode == RMAOP_ADD))
+        bad = p * n + k;
+  RT_CHECK(bad < 0, "%s: dst[%lld] = %.17g is wrong", what, (long long)bad, bad < 0 ? 0.0 : dst[bad]);
+  return strcmp(site_transport(ctx, "test.direct"), "shm-direct") == 0;
+}
+
+START_TEST(test_alltoall_direct) {
+  if (rt_device())
+    return; /* host memory only: device plans put into the peers' GPU staging (ipc) */
+  const int64_t n = 5000; /* 40000 bytes per pair */
+  const int want = direct_expected(ctx, (size_t)n * sizeof(double));
+  int64_t sc[64];
+  for (int q = 0; q < rt_size; ++q)
+    sc[q] = n;
+  const int64_t len = rt_size * n;
+  const rmaop_alltoall_spec spec = {
+      .dtype = RMAOP_F64, .src_len = len, .dst_len = len, .send_counts = sc, .label = "test.direct"};
+  rmaop_plan plan = NULL;
+  RT_OK(rmaop_plan_create_alltoall(ctx, &spec, &plan));
+  RT_OK(rmaop_trace_enable(ctx, 1));
+  buf v = buf_make(RMAOP_F64, 2 * len), u = buf_make(RMAOP_F64, len);
+  double *a = v.p, *b = a + len, *heap = rt_alloc(RMAOP_F64, len);
+  struct {
+    double *src, *dst;
+    rmaop_mode mode;
+    int direct;
+    const char *what;
+  } cases[] = {
+      {a, u.p, RMAOP_INSERT, want, "into a vector"},
+      {a, heap, RMAOP_INSERT, 0, "into malloc'd memory"},
+      {a, u.p, RMAOP_ADD, 0, "ADD into a vector"},
+      {u.p, b, RMAOP_INSERT, want, "into a vector again"},
+      {a, b, RMAOP_INSERT, want, "between two halves of one vector"},
+      {heap, a, RMAOP_INSERT, want, "from malloc'd memory into a vector"},
+  };
+  for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); ++i) {
+    const int got = direct_run(plan, cases[i].src, cases[i].dst, n, cases[i].mode, i, cases[i].what);
+    RT_CHECK(got == cases[i].direct, "%s: the trace says %s, want %s", cases[i].what,
+             site_transport(ctx, "test.direct"), cases[i].direct ? "shm-direct" : "a staged transport");
+  }
+  RT_OK(rmaop_trace_enable(ctx, 0));
+  free(heap);
+  buf_free(&v);
+  buf_free(&u);
+  rmaop_plan_destroy(&plan);
 }
 END_TEST
 
@@ -776,6 +878,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_alltoall_dtypes);
   tcase_add_test(tc, test_alltoall_errors);
   tcase_add_test(tc, test_alltoall_failure);
+  tcase_add_test(tc, test_alltoall_direct);
   tcase_add_test(tc, test_redistribute_2d);
   tcase_add_test(tc, test_redistribute_3d);
   tcase_add_test(tc, test_redistribute_4d);
