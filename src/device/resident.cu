@@ -261,6 +261,26 @@ __device__ bool fetch(const args_t &a, uint64_t E, double sc[8]) {
   return go;
 }
 
+/* Every block, every thread, at the end of a phase that ends in a reduction of nd partials: step ++E, reduction m
+ * (last_arrival; in the last block reduce_one into red, then thread 0 runs write(red) unless a wait gave up, and
+ * publish), ++m, then fetch's scalars into sc. write computes and stores the scalars from the nd sums red[0..nd).
+ * red is the caller's, one array for the whole solve (an array scoped here changes the element loops' stack slots).
+ * false: stop (every thread). */
+template <typename W>
+__device__ __forceinline__ bool reduce_step(const args_t &a, double (*sm)[RT], int nd, uint64_t &E, unsigned &m,
+                                            double sc[8], double red[4], W write) {
+  ++E;
+  if (last_arrival(a, m)) {
+    const int f = reduce_one(a, sm, nd, E, m, red);
+    if (threadIdx.x == 0) {
+      if (!f) write((const double *)red);
+      publish(a, E, f);
+    }
+  }
+  ++m;
+  return fetch(a, E, sc);
+}
+
 /* Element loop in the dot kernel's shape: f(e, acc) for every element of virtual block vb's threads, then the
  * block's partials of nd dots into part[vb][0..nd). pre: the vectors f reads (NULL: none), prefetched into L2 one
  * element of the thread ahead, so that the loads f waits on, one element at a time, come from L2 (at 2^25
@@ -342,19 +362,11 @@ __device__ void cgls(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
     acc[0] = __fma_rn(r, r, acc[0]), acc[1] = __fma_rn(s, s, acc[1]);
     acc[2] = __fma_rn(q, q, acc[2]), acc[3] = __fma_rn(c, c, acc[3]);
   });
-  ++E;
-  if (last_arrival(a, m)) {
-    const int f = reduce_one(a, sm, 4, E, m, red);
-    if (threadIdx.x == 0) {
-      if (!f) {
-        a.ctl->sc[RMAOP__RES_KOLD] = fabs(red[0]), a.hist[0] = sqrt(red[1]);
-        a.ctl->sc[RMAOP__RES_QQ] = red[2], a.ctl->sc[RMAOP__RES_CC] = red[3];
-      }
-      publish(a, E, f);
-    }
-  }
-  ++m;
-  if (!fetch(a, E, sc)) return;
+  if (!reduce_step(a, sm, 4, E, m, sc, red, [&](const double *sum) {
+        a.ctl->sc[RMAOP__RES_KOLD] = fabs(sum[0]), a.hist[0] = sqrt(sum[1]);
+        a.ctl->sc[RMAOP__RES_QQ] = sum[2], a.ctl->sc[RMAOP__RES_CC] = sum[3];
+      }))
+    return;
   double kold = sc[RMAOP__RES_KOLD], qq = sc[RMAOP__RES_QQ], cc = sc[RMAOP__RES_CC];
   int it = 0;
   for (;;) {
@@ -391,21 +403,13 @@ __device__ void cgls(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
     }, (const double *)snew, a.damp2 != 0.0 ? (const double *)a.x : nullptr);
     stamp(a, si, 2);
     cs = 1 - cs;
-    ++E;
-    if (last_arrival(a, m)) {
-      const int f = reduce_one(a, sm, 2, E, m, red);
-      if (threadIdx.x == 0) {
-        if (!f) {
-          const double k = fabs(red[0]);
-          a.hist[it + 1] = sqrt(red[1]);
+    if (!reduce_step(a, sm, 2, E, m, sc, red, [&](const double *sum) {
+          const double k = fabs(sum[0]);
+          a.hist[it + 1] = sqrt(sum[1]);
           a.ctl->sc[RMAOP__RES_B] = k / kold, a.ctl->sc[RMAOP__RES_KOLD] = k;
           *a.progress = it + 1;
-        }
-        publish(a, E, f);
-      }
-    }
-    ++m;
-    if (!fetch(a, E, sc)) return;
+        }))
+      return;
     stamp(a, si, 3);
     const double b = sc[RMAOP__RES_B];
     kold = sc[RMAOP__RES_KOLD];
@@ -432,16 +436,10 @@ __device__ void cgls(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
     }, (const double *)a.r, cold);
     stamp(a, si, 4);
     cc_ = 1 - cc_;
-    ++E;
-    if (last_arrival(a, m)) {
-      const int f = reduce_one(a, sm, 2, E, m, red);
-      if (threadIdx.x == 0) {
-        if (!f) a.ctl->sc[RMAOP__RES_QQ] = red[0], a.ctl->sc[RMAOP__RES_CC] = red[1];
-        publish(a, E, f);
-      }
-    }
-    ++m;
-    if (!fetch(a, E, sc)) return;
+    if (!reduce_step(a, sm, 2, E, m, sc, red, [&](const double *sum) {
+          a.ctl->sc[RMAOP__RES_QQ] = sum[0], a.ctl->sc[RMAOP__RES_CC] = sum[1];
+        }))
+      return;
     stamp(a, si, 5);
     qq = sc[RMAOP__RES_QQ], cc = sc[RMAOP__RES_CC];
   }
@@ -459,16 +457,10 @@ __device__ void cgd(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
     const double r = ld(a.r + e);
     acc[0] = __fma_rn(r, r, acc[0]);
   });
-  ++E;
-  if (last_arrival(a, m)) {
-    const int f = reduce_one(a, sm, 1, E, m, red);
-    if (threadIdx.x == 0) {
-      if (!f) a.ctl->sc[RMAOP__RES_KOLD] = fabs(red[0]), a.hist[0] = sqrt(fabs(red[0]));
-      publish(a, E, f);
-    }
-  }
-  ++m;
-  if (!fetch(a, E, sc)) return;
+  if (!reduce_step(a, sm, 1, E, m, sc, red, [&](const double *sum) {
+        a.ctl->sc[RMAOP__RES_KOLD] = fabs(sum[0]), a.hist[0] = sqrt(fabs(sum[0]));
+      }))
+    return;
   double kold = sc[RMAOP__RES_KOLD], b = 0.0;
   int it = 0;
   for (;;) {
@@ -513,20 +505,12 @@ __device__ void cgd(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
     }, (const double *)a.t, (const double *)cnew, a.dg);
     stamp(a, si, 2);
     cc_ = 1 - cc_;
-    ++E;
-    if (last_arrival(a, m)) {
-      const int f = reduce_one(a, sm, 1, E, m, red);
-      if (threadIdx.x == 0) {
-        if (!f) {
-          const double cAc = fabs(red[0]);
+    if (!reduce_step(a, sm, 1, E, m, sc, red, [&](const double *sum) {
+          const double cAc = fabs(sum[0]);
           a.ctl->sc[RMAOP__RES_STOP] = cAc == 0.0;
           a.ctl->sc[RMAOP__RES_A] = cAc == 0.0 ? 0.0 : kold / cAc;
-        }
-        publish(a, E, f);
-      }
-    }
-    ++m;
-    if (!fetch(a, E, sc)) return;
+        }))
+      return;
     stamp(a, si, 3);
     if (sc[RMAOP__RES_STOP] != 0.0) return finish(a, it, RMAOP_REASON_BREAKDOWN, kold);
     const double al = sc[RMAOP__RES_A];
@@ -540,21 +524,13 @@ __device__ void cgd(const args_t &a, cg::grid_group &grid, double (*sm)[RT]) {
       acc[0] = __fma_rn(r, r, acc[0]);
     }, c, (const double *)a.x, (const double *)a.q, (const double *)a.r);
     stamp(a, si, 4);
-    ++E;
-    if (last_arrival(a, m)) {
-      const int f = reduce_one(a, sm, 1, E, m, red);
-      if (threadIdx.x == 0) {
-        if (!f) {
-          const double k = fabs(red[0]);
+    if (!reduce_step(a, sm, 1, E, m, sc, red, [&](const double *sum) {
+          const double k = fabs(sum[0]);
           a.ctl->sc[RMAOP__RES_B] = k / kold, a.ctl->sc[RMAOP__RES_KOLD] = k;
           a.hist[it + 1] = sqrt(k);
           *a.progress = it + 1;
-        }
-        publish(a, E, f);
-      }
-    }
-    ++m;
-    if (!fetch(a, E, sc)) return;
+        }))
+      return;
     stamp(a, si, 5);
     b = sc[RMAOP__RES_B], kold = sc[RMAOP__RES_KOLD];
     ++it;
