@@ -181,6 +181,41 @@ static void host_post(const rmaop__fft_geom *g, const void *src_, void *out) {
 /* FFTW's planner and plan destruction are not thread-safe (only execution is): one lock for the process. */
 static pthread_mutex_t planner_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* FFTW's planner is one per process and other libraries share it. FFTW 3.3.9+'s fftw_plan_with_nthreads, called
+ * before fftw_init_threads, runs fftw_cleanup first, which invalidates every plan made so far; mpi4py-fft (under
+ * PyLops-MPI's MPIFFT2D) does exactly that when it plans, and rmaop's plans made before it then read freed twiddle
+ * tables and crashed when destroyed. So, where FFTW's thread library is there, rmaop initializes FFTW's threads
+ * before its first plan, which makes that call harmless, and plans single-threaded whatever thread count another
+ * library set (then restores it). Without it, a process that mixes rmaop's FFTs with such a library must make its
+ * FFTW plans in the other library first (README, "What is not built"). Under planner_lock. */
+typedef struct {
+  int nthr, nthrf;
+} planner_state;
+
+static void planner_enter(planner_state *s) {
+  pthread_mutex_lock(&planner_lock);
+#ifdef RMAOP_HAVE_FFTW_THREADS
+  static int threads_ready = 0;
+  if (!threads_ready) threads_ready = fftw_init_threads() && fftwf_init_threads();
+  if (threads_ready) {
+    s->nthr = fftw_planner_nthreads(), s->nthrf = fftwf_planner_nthreads();
+    fftw_plan_with_nthreads(1);
+    fftwf_plan_with_nthreads(1);
+  }
+#else
+  (void)s;
+#endif
+}
+
+static void planner_leave(const planner_state *s) {
+#ifdef RMAOP_HAVE_FFTW_THREADS
+  if (s->nthr > 0) fftw_plan_with_nthreads(s->nthr), fftwf_plan_with_nthreads(s->nthrf);
+#else
+  (void)s;
+#endif
+  pthread_mutex_unlock(&planner_lock);
+}
+
 /* plan_<X>: the guru64 plan of g for the precision prefix X (fftw, fftwf) on the arrays pin, pout. */
 #define FFTW_PLANNER(X)                                                                                            \
   static void *plan_##X(const rmaop__fft_geom *g, void *pin, void *pout) {                                       \
@@ -227,9 +262,10 @@ static rmaop_status host_plan(rmaop__fft_local *p) {
                        &tout);
   if (st == RMAOP_OK) {
     void *pin = g->pre ? p->sin : tin, *pout = g->post ? p->sout : tout;
-    pthread_mutex_lock(&planner_lock);
+    planner_state ps = {0, 0};
+    planner_enter(&ps);
     p->plan = d->dtype == RMAOP_C64 ? plan_fftwf(g, pin, pout) : plan_fftw(g, pin, pout);
-    pthread_mutex_unlock(&planner_lock);
+    planner_leave(&ps);
     if (!p->plan)
       st = RMAOP_ERROR(p->ctx, RMAOP_ERR_INTERNAL,
                        "FFTW made no plan for a %s transform of %lld points over (%lld, %lld, %lld) lines",
@@ -242,10 +278,11 @@ static rmaop_status host_plan(rmaop__fft_local *p) {
 }
 
 static void host_plan_destroy(const rmaop__fft_geom *g, void *plan) {
-  pthread_mutex_lock(&planner_lock);
+  planner_state ps = {0, 0};
+  planner_enter(&ps);
   if (g->d.dtype == RMAOP_C64) fftwf_destroy_plan(plan);
   else fftw_destroy_plan(plan);
-  pthread_mutex_unlock(&planner_lock);
+  planner_leave(&ps);
 }
 
 static void host_run(const rmaop__fft_geom *g, void *plan, void *in, void *out) {

@@ -22,6 +22,8 @@
  * fftshift: also known values), creation errors on every rank. The local transforms are checked alone against
  * the same direct DFTs: every kind, real arrays and real parts of complex ones, rolls, padding, truncation,
  * weights and scale, both precisions. */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -540,6 +542,62 @@ START_TEST(test_fft_freqs) {
 }
 END_TEST
 
+/* Another library that shares FFTW's planner: mpi4py-fft (under PyLops-MPI's MPIFFT2D) calls fftw_plan_with_nthreads
+ * without fftw_init_threads, and FFTW then runs fftw_cleanup, which frees what every plan made so far uses
+ * (src/ops/fft_local.c). rmaop's plans made before such a call must give the same bits after it, with the freed
+ * memory reused by other allocations in between, and be destroyed without harm. Host memory; the function is looked
+ * up in the process (a build without FFTW's thread library has none, and nothing here to check). */
+START_TEST(test_fft_foreign_planner) {
+  if (rt_device() || !RT_HOST_FFTS) return;
+  void (*with_nthreads)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "fftw_plan_with_nthreads");
+  void (*withf_nthreads)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "fftwf_plan_with_nthreads");
+  if (!with_nthreads || !withf_nthreads) return;
+  const rmaop_dtype dts[2] = {RMAOP_C128, RMAOP_C64};
+  for (int k = 0; k < 2; ++k) {
+    const int64_t dims[2] = {1000, 6}; /* 1000 = 8 x 125: plans with twiddle tables */
+    const int axes[2] = {0, 1};
+    const rmaop_fft_spec s = spec_of(dts[k], 2, dims, 2, axes);
+    rmaop_op A = NULL;
+    RT_OK(rmaop_op_create_fftnd(ctx, &s, &A));
+    rmaop_op_info oi;
+    RT_OK(rmaop_op_get_info(A, &oi));
+    rmaop_vec x = NULL, y = NULL;
+    RT_OK(rmaop_vec_create(oi.model, dts[k], &x));
+    RT_OK(rmaop_vec_create(oi.data, dts[k], &y));
+    rmaop_vec_info xi, yi;
+    RT_OK(rmaop_vec_get_info(x, &xi));
+    RT_OK(rmaop_vec_get_info(y, &yi));
+    const int64_t n = xi.local_n, nd = yi.local_n;
+    void *h = rt_alloc(dts[k], n), *before = rt_alloc(dts[k], nd), *after = rt_alloc(dts[k], nd);
+    for (int64_t i = 0; i < n; ++i) rt_store(dts[k], h, i, rt_value(i + 1000 * rt_rank, 3));
+    RT_OK(rmaop_vec_write_local(x, h));
+    RT_OK(rmaop_op_apply(A, x, y));
+    RT_OK(rmaop_vec_read_local(y, before));
+    with_nthreads(3);
+    withf_nthreads(3);
+    enum { NCHURN = 8192 }; /* 8 blocks of every 32-byte size class up to 32 KiB, all bytes 0xff */
+    static void *churn[NCHURN];
+    for (int i = 0; i < NCHURN; ++i) {
+      const size_t bytes = 32 * (size_t)(1 + i / 8);
+      if ((churn[i] = malloc(bytes)) != NULL) memset(churn[i], 0xff, bytes);
+    }
+    RT_OK(rmaop_op_apply(A, x, y));
+    RT_OK(rmaop_vec_read_local(y, after));
+    RT_CHECK(memcmp(before, after, (size_t)nd * rmaop_dtype_size(dts[k])) == 0,
+             "dtype %d: the transform changed after another library's fftw_plan_with_nthreads", (int)dts[k]);
+    for (int i = 0; i < NCHURN; ++i) free(churn[i]);
+    rmaop_op_destroy(&A);
+    with_nthreads(1);
+    withf_nthreads(1);
+    rmaop_vec_destroy(&x);
+    rmaop_vec_destroy(&y);
+    free(h);
+    free(before);
+    free(after);
+  }
+}
+END_TEST
+
 START_TEST(test_fft_errors) {
   const int64_t dims[3] = {4, 5, 6};
   const int axes[3] = {0, 1, 2};
@@ -789,6 +847,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_fft_real_edges);
   tcase_add_test(tc, test_fft_freqs);
   tcase_add_test(tc, test_fft_errors);
+  tcase_add_test(tc, test_fft_foreign_planner);
   suite_add_tcase(s, tc);
   return s;
 }
