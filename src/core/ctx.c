@@ -54,6 +54,9 @@ static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) 
   RMAOP_CHECK(rmaop__parse_name(ctx, "solver scalars (RMAOP_SOLVER_SCALARS)",
                                 rmaop__option_value(NULL, "RMAOP_SOLVER_SCALARS"), scalars_names, &i));
   ctx->solver_scalars = i;
+  double profile = 0;
+  RMAOP_CHECK(rmaop__option_number(ctx, "RMAOP_RESIDENT_PROFILE", 1, 0, 1, "0 or 1", &profile));
+  ctx->resident_profile = profile != 0;
   double group = 0;
   RMAOP_CHECK(rmaop__option_number(ctx, "RMAOP_NODE_SIZE", 1, 0, INT_MAX, "a rank count >= 0 (0: the real nodes)",
                                    &group));

@@ -61,6 +61,7 @@ struct rmaop_ctx_s {
   double *host_scratch; /* page-locked doubles: where dot partials land on the host */
   void *fetch_event;    /* cudaEvent_t behind rmaop__dev_fetch_begin's copy (created at first use) */
   int solver_scalars;   /* RMAOP_SOLVER_SCALARS: RMAOP__SCALARS_* */
+  int resident_profile; /* RMAOP_RESIDENT_PROFILE: the resident solve stamps its phases (solver_resident.c) */
   uint64_t captured_plans;   /* plan executions captured into CUDA graphs so far (rmaop_plan_begin) */
   void *dev_wait_record;     /* host-mapped rmaop__dev_wait_record (device.h) */
   void *dev_wait_record_dev; /* its device address */

@@ -178,9 +178,7 @@ static rmaop_status run(rmaop_op A, rmaop_op D, rmaop_op diag, rmaop__res_args *
                            ((size_t)o->niter + 1) * sizeof(double)};
   for (int k = 0; k < 4 && st == RMAOP_OK; ++k) st = rmaop__dev_malloc(ctx, bytes[k], what[k], &m.scratch[k]);
   if (st == RMAOP_OK) st = rmaop__dev_malloc(ctx, sizeof *m.ctl, "resident solve control", (void **)&m.ctl);
-  double profile = 0;
-  if (st == RMAOP_OK) st = rmaop__option_number(ctx, "RMAOP_RESIDENT_PROFILE", 1, 0, 1, "0 or 1", &profile);
-  if (st == RMAOP_OK && profile)
+  if (st == RMAOP_OK && ctx->resident_profile)
     st = rmaop__dev_malloc(ctx, ((size_t)o->niter + 1) * RMAOP__RES_NSTAMP * sizeof(uint64_t),
                            "resident solve profile stamps", (void **)&m.stamps);
   if (st == RMAOP_OK) st = rmaop__dev_host_malloc(ctx, sizeof *m.progress, "resident solve progress", (void **)&m.progress);
