@@ -187,7 +187,7 @@ static pthread_mutex_t planner_lock = PTHREAD_MUTEX_INITIALIZER;
  * tables and crashed when destroyed. So, where FFTW's thread library is there, rmaop initializes FFTW's threads
  * before its first plan, which makes that call harmless, and plans single-threaded whatever thread count another
  * library set (then restores it). Without it, a process that mixes rmaop's FFTs with such a library must make its
- * FFTW plans in the other library first (README, "What is not built"). Under planner_lock. */
+ * FFTW plans in the other library first (docs/ARCHITECTURE.md, "FFTs"). Under planner_lock. */
 typedef struct {
   int nthr, nthrf;
 } planner_state;
