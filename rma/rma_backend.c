@@ -134,30 +134,6 @@ static int overlaps(const char *a, size_t na, const char *b, size_t nb) {
   return na && nb && a < b + nb && b < a + na;
 }
 
-static int cmp_range(const void *x, const void *y) {
-  const int64_t *a = x, *b = y;
-  return (a[0] > b[0]) - (a[0] < b[0]);
-}
-
-/* Whether this rank's receive ranges (self transfers included) are pairwise disjoint. */
-static rmaop_status receives_disjoint(rmaop_plan plan, int *disjoint) {
-  const int n = plan->nrecv + plan->nself;
-  int64_t *r = NULL;
-  RMAOP_CHECK(rmaop__malloc(plan->ctx, 2 * (size_t)n * sizeof *r + 1, "rma plan ranges", (void **)&r));
-  for (int i = 0; i < n; ++i) {
-    const rmaop_transfer *t = i < plan->nrecv ? &plan->recv[i] : &plan->self[i - plan->nrecv];
-    r[2 * i] = t->dst_offset;
-    r[2 * i + 1] = t->dst_offset + t->count;
-  }
-  qsort(r, (size_t)n, 2 * sizeof *r, cmp_range);
-  *disjoint = 1;
-  for (int i = 1; i < n; ++i)
-    if (r[2 * i] < r[2 * i - 1])
-      *disjoint = 0;
-  free(r);
-  return RMAOP_OK;
-}
-
 static int direct_pair(rmaop_plan plan, rmaop_win w, int peer, int64_t elems, int64_t min) {
   return min > 0 && (uint64_t)elems * plan->esize >= (uint64_t)min && w->tp[peer] == &rma__transport_shm;
 }
@@ -180,7 +156,7 @@ static rmaop_status plan_setup_direct(rmaop_plan plan, rma_plan *rp, int64_t min
     if ((rp->from_g[g] = (unsigned char)direct_pair(plan, w, plan->recv_peers[g], plan->recv_peer_count[g], min)))
       rp->nfrom++;
   rp->transport = plan->trace_transport;
-  return receives_disjoint(plan, &rp->disjoint);
+  return rmaop__plan_dst_disjoint(plan, &rp->disjoint);
 }
 
 /* Target side of begin: the offer to every pair that takes part (rma__epoch_begin has counted the epoch). */

@@ -331,31 +331,6 @@ static void ts_plan_free(rmaop_plan plan) {
   plan->backend_data = NULL;
 }
 
-static int by_start(const void *a, const void *b) {
-  const int64_t *x = a, *y = b;
-  return (x[0] > y[0]) - (x[0] < y[0]);
-}
-
-/* Whether no two incoming or self transfers write the same destination element. Then, in INSERT mode, the
- * order in which they land does not matter and a single-transfer message may be received straight into dst
- * (no staging copy, no unpack). */
-static rmaop_status dst_disjoint(rmaop_plan plan, int *disjoint) {
-  const int n = plan->nrecv + plan->nself;
-  int64_t *r = NULL;
-  RMAOP_CHECK(rmaop__calloc(plan->ctx, 2 * (size_t)n + 2, sizeof(int64_t), "twosided range check", (void **)&r));
-  int m = 0;
-  for (int i = 0; i < n; ++i) {
-    const rmaop_transfer *t = i < plan->nrecv ? &plan->recv[i] : &plan->self[i - plan->nrecv];
-    if (t->count > 0) r[2 * m] = t->dst_offset, r[2 * m + 1] = t->dst_offset + t->count, ++m;
-  }
-  qsort(r, (size_t)m, 2 * sizeof(int64_t), by_start);
-  *disjoint = 1;
-  for (int i = 1; i < m; ++i)
-    if (r[2 * i] < r[2 * i - 1]) *disjoint = 0;
-  free(r);
-  return RMAOP_OK;
-}
-
 /* This execution receives origin k straight into dst. */
 static int direct(const ts_plan *t, rmaop_plan plan, int k) {
   if (plan->ctx->memory == RMAOP_MEMORY_DEVICE && !plan->dev_native) return 0; /* dst is GPU memory */
@@ -471,7 +446,7 @@ static rmaop_status ts_plan_setup(rmaop_plan plan) {
         st, err);
     t->one[k] = plan->recv_peer_first[k + 1] - plan->recv_peer_first[k] == 1;
   }
-  RMAOP_CHECK_GOTO(dst_disjoint(plan, &t->disjoint), st, err);
+  RMAOP_CHECK_GOTO(rmaop__plan_dst_disjoint(plan, &t->disjoint), st, err);
   RMAOP_CHECK_GOTO(rmaop__calloc(ctx, nr ? (size_t)nr : 1, sizeof(MPI_Datatype), "twosided receive types",
                                  (void **)&t->rtype), st, err);
   RMAOP_CHECK_GOTO(rmaop__calloc(ctx, nr ? (size_t)nr : 1, 1, "twosided in-place flags", (void **)&t->in_place), st, err);

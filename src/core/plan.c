@@ -488,6 +488,28 @@ rmaop_status rmaop__plan_unpack(rmaop_plan plan, const rmaop__unpack_from *from)
   return RMAOP_OK;
 }
 
+static int by_start(const void *a, const void *b) {
+  const int64_t *x = a, *y = b;
+  return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+rmaop_status rmaop__plan_dst_disjoint(rmaop_plan plan, int *disjoint) {
+  const int n = plan->nrecv + plan->nself;
+  int64_t *r = NULL;
+  RMAOP_CHECK(rmaop__calloc(plan->ctx, 2 * (size_t)n + 2, sizeof(int64_t), "plan range check", (void **)&r));
+  int m = 0;
+  for (int i = 0; i < n; ++i) {
+    const rmaop_transfer *t = i < plan->nrecv ? &plan->recv[i] : &plan->self[i - plan->nrecv];
+    if (t->count > 0) r[2 * m] = t->dst_offset, r[2 * m + 1] = t->dst_offset + t->count, ++m;
+  }
+  qsort(r, (size_t)m, 2 * sizeof(int64_t), by_start);
+  *disjoint = 1;
+  for (int i = 1; i < m; ++i)
+    if (r[2 * i] < r[2 * i - 1]) *disjoint = 0;
+  free(r);
+  return RMAOP_OK;
+}
+
 const void *rmaop__plan_send_src(rmaop_plan plan) {
   rmaop_ctx ctx = plan->ctx;
   if (!RMAOP__ON_DEVICE(ctx) || plan->dev_native || plan->nsend == 0) return plan->cur_src;

@@ -89,6 +89,11 @@ typedef struct {
  * naming @p what when the list cannot grow. */
 rmaop_status rmaop__tlist_push(rmaop_ctx ctx, rmaop__tlist *l, rmaop_transfer t, const char *what);
 
+/* Whether no two incoming or self transfers of this rank write the same destination element (empty ones aside).
+ * Then, in INSERT mode, the order in which they land does not matter, and a backend may let them write dst
+ * directly (twosided: receives straight into dst; rma: puts straight into it). */
+rmaop_status rmaop__plan_dst_disjoint(rmaop_plan plan, int *disjoint);
+
 /* The source a backend that moves host memory reads its sends from: plan->cur_src itself for host
  * memory or a dev_native plan; else the host shadow with every send range copied from the device
  * (synchronizes). NULL only on a CUDA failure (recorded in the context). */
