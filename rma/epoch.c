@@ -115,10 +115,14 @@ static const char *const sig_name[] = {"ready", "done", "arrived", "committed", 
 
 static int slot_of(const rmaop_win w, int sig, int peer) {
   switch (sig) {
-  case SIG_READY: return peer;
-  case SIG_DONE: return w->size + peer;
-  case SIG_OFFER: return 3 * w->size + (1 + RMA_OFFER_FIELDS) * peer;
-  default: return 2 * w->size + peer;
+  case SIG_READY:
+    return peer;
+  case SIG_DONE:
+    return w->size + peer;
+  case SIG_OFFER:
+    return 3 * w->size + (1 + RMA_OFFER_FIELDS) * peer;
+  default:
+    return 2 * w->size + peer;
   }
 }
 

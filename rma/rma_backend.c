@@ -63,14 +63,14 @@ typedef struct {
   int odd;        /* the current execution uses the second half */
   unsigned flags; /* epoch flags */
   /* All-to-all blocks straight into the destination (plan_setup_direct; empty lists when the plan has none). */
-  int nto, nfrom;         /* pairs that take part, as origin and as target */
-  int *to;                /* [nsend_peers] target ranks of those pairs */
-  unsigned char *to_g;    /* [nsend_peers] 1: send group g's pair takes part */
-  unsigned char *from_g;  /* [nrecv_peers] 1: receive group g's pair takes part */
-  unsigned char *skip;    /* [nrecv_peers] this execution's origins that put straight into dst */
-  int offered;            /* this execution offered dst (skip has a 1) */
-  const char *transport;  /* the plan's trace transport when nothing came straight into dst */
-  int disjoint;           /* this rank's receives, self included, write disjoint ranges of dst */
+  int nto, nfrom;        /* pairs that take part, as origin and as target */
+  int *to;               /* [nsend_peers] target ranks of those pairs */
+  unsigned char *to_g;   /* [nsend_peers] 1: send group g's pair takes part */
+  unsigned char *from_g; /* [nrecv_peers] 1: receive group g's pair takes part */
+  unsigned char *skip;   /* [nrecv_peers] this execution's origins that put straight into dst */
+  int offered;           /* this execution offered dst (skip has a 1) */
+  const char *transport; /* the plan's trace transport when nothing came straight into dst */
+  int disjoint;          /* this rank's receives, self included, write disjoint ranges of dst */
 } rma_plan;
 
 static int double_buffered(rmaop_ctx ctx) {
@@ -365,7 +365,8 @@ static rmaop_status plan_end(rmaop_plan plan) {
       .staging = staging, .skip = rp->nfrom ? rp->skip : NULL, .apply = w->device ? unpack_into_kernel : NULL};
   st = rmaop__plan_unpack(plan, &from);
   RMAOP_CHECK(st); /* rma__post_ready below launches what is pending, with its flags */
-  if (rp->nfrom) /* the trace says which way this execution's blocks came */
+  /* The trace says which way this execution's blocks came. */
+  if (rp->nfrom)
     plan->trace_transport = rp->offered ? "shm-direct" : rp->transport;
   if (end_waits_for_stream(plan, w))
     RMAOP_CHECK(stream_done(plan));
@@ -409,7 +410,8 @@ typedef struct {
 static const rmaop__config_entry rma_rows[] = {
     {"RMAOP_RMA_SYNC", "lock", "fence|pscw|lock", "epoch synchronization of the rma backend"},
     {"RMAOP_RMA_TRANSPORT", "auto", "auto|mpi|shm|ipc", "how the rma backend moves bytes to a peer"},
-    {"RMAOP_IPC_STORE_MAX", "65536", "bytes", "on the kernel path, ipc puts up to this size are stores from the kernel"},
+    {"RMAOP_IPC_STORE_MAX", "65536", "bytes",
+     "on the kernel path, ipc puts up to this size are stores from the kernel"},
     {"RMAOP_IPC_PATH", "auto", "auto|kernel|copy", "how the ipc transport moves small epochs to a peer"},
     {"RMAOP_RMA_DIRECT_MIN", "32768", "bytes, 0 = off",
      "host memory, lock: all-to-all blocks of at least this size go straight into the peer's destination"},
@@ -432,7 +434,8 @@ static rmaop_status settings_parse(rmaop_ctx ctx, const rmaop_ctx_options *o, vo
                                 ipc_path_names, &i));
   st->ipc_path = i;
   double direct_min = 0;
-  RMAOP_CHECK(rmaop__option_number(ctx, "RMAOP_RMA_DIRECT_MIN", 1, 0, 0x1p40, "a byte count in [0, 2^40]", &direct_min));
+  RMAOP_CHECK(
+      rmaop__option_number(ctx, "RMAOP_RMA_DIRECT_MIN", 1, 0, 0x1p40, "a byte count in [0, 2^40]", &direct_min));
   st->direct_min = (size_t)direct_min;
   RMAOP_REQUIRE(ctx, st->transport != RMAOP_TRANSPORT_IPC || ctx->memory == RMAOP_MEMORY_DEVICE, RMAOP_ERR_UNSUPPORTED,
                 "rma transport \"ipc\" moves GPU memory: it needs RMAOP_MEMORY=device");

@@ -105,10 +105,10 @@ struct rmaop_win_s {
    * "done", written by origin r (its puts of the epoch are complete here). Values count epochs per PAIR
    * of ranks, so a rank that skips epochs it takes no part in (they are neighbor-collective) never
    * desynchronizes the others. Slot 2 size + r: rank r's phase in the collective steps (fence, window
-   * free: epoch.c, sync_all). Slots 3 size + 4 r .. + 3: target r's destination offer (rma__offer). Any slot may hold ABORT: its writer gave up (rma__epoch_abandon). The area
-   * is the tail of the data window when MPI allocated it and the window is shared (flags as atomics) or
-   * in lock mode's passive epoch; else a small window of its own in a passive epoch (mpi flags beside an
-   * active-target fence or pscw window across nodes, or beside user memory). */
+   * free: epoch.c, sync_all). Slots 3 size + 4 r .. + 3: target r's destination offer (rma__offer). Any slot may hold
+   * ABORT: its writer gave up (rma__epoch_abandon). The area is the tail of the data window when MPI allocated it and
+   * the window is shared (flags as atomics) or in lock mode's passive epoch; else a small window of its own in a
+   * passive epoch (mpi flags beside an active-target fence or pscw window across nodes, or beside user memory). */
   int64_t *ctrl;       /* this rank's control area (NULL: GPU window, or one rank) */
   MPI_Aint *ctrl_disp; /* [size] byte displacement of each rank's control area in cwin */
   int64_t *out_epochs; /* [size] epochs opened with rank r as a target */

@@ -1,10 +1,10 @@
 /* Buffers in the context's memory kind (src/core/vec.h): one place decides host or device, so the objects
  * that keep data in that memory (vectors, the dense operators) need no split of their own. */
-#include "error.h"
 #include "ctx.h"
-#include "vec.h"
-#include "shmem.h"
 #include "device/device.h"
+#include "error.h"
+#include "shmem.h"
+#include "vec.h"
 
 /* Without CUDA, rmaop_ctx_create refuses device memory: every buffer is host memory (RMAOP__ON_DEVICE is 0). */
 
@@ -24,13 +24,15 @@ rmaop_status rmaop__mem_calloc_node(rmaop_ctx ctx, size_t n, size_t size, const 
 }
 
 static void host_free(rmaop_ctx ctx, void *p) {
-  if (!rmaop__shm_free(ctx, p)) free(p);
+  if (!rmaop__shm_free(ctx, p))
+    free(p);
 }
 
 void rmaop__mem_free(rmaop_ctx ctx, void **p) {
   if (!*p) return; /* also where the owner failed before it had a context */
   if (RMAOP__ON_DEVICE(ctx)) rmaop__dev_free(*p);
-  else host_free(ctx, *p);
+  else
+    host_free(ctx, *p);
   *p = NULL;
 }
 

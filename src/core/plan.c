@@ -500,12 +500,14 @@ rmaop_status rmaop__plan_dst_disjoint(rmaop_plan plan, int *disjoint) {
   int m = 0;
   for (int i = 0; i < n; ++i) {
     const rmaop_transfer *t = i < plan->nrecv ? &plan->recv[i] : &plan->self[i - plan->nrecv];
-    if (t->count > 0) r[2 * m] = t->dst_offset, r[2 * m + 1] = t->dst_offset + t->count, ++m;
+    if (t->count > 0)
+      r[2 * m] = t->dst_offset, r[2 * m + 1] = t->dst_offset + t->count, ++m;
   }
   qsort(r, (size_t)m, 2 * sizeof(int64_t), by_start);
   *disjoint = 1;
   for (int i = 1; i < m; ++i)
-    if (r[2 * i] < r[2 * i - 1]) *disjoint = 0;
+    if (r[2 * i] < r[2 * i - 1])
+      *disjoint = 0;
   free(r);
   return RMAOP_OK;
 }

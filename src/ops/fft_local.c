@@ -196,7 +196,8 @@ static void planner_enter(planner_state *s) {
   pthread_mutex_lock(&planner_lock);
 #ifdef RMAOP_HAVE_FFTW_THREADS
   static int threads_ready = 0;
-  if (!threads_ready) threads_ready = fftw_init_threads() && fftwf_init_threads();
+  if (!threads_ready)
+    threads_ready = fftw_init_threads() && fftwf_init_threads();
   if (threads_ready) {
     s->nthr = fftw_planner_nthreads(), s->nthrf = fftwf_planner_nthreads();
     fftw_plan_with_nthreads(1);
@@ -209,7 +210,8 @@ static void planner_enter(planner_state *s) {
 
 static void planner_leave(const planner_state *s) {
 #ifdef RMAOP_HAVE_FFTW_THREADS
-  if (s->nthr > 0) fftw_plan_with_nthreads(s->nthr), fftwf_plan_with_nthreads(s->nthrf);
+  if (s->nthr > 0)
+    fftw_plan_with_nthreads(s->nthr), fftwf_plan_with_nthreads(s->nthrf);
 #else
   (void)s;
 #endif

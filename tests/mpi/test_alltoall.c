@@ -512,7 +512,7 @@ static int direct_run(rmaop_plan plan, double *src, double *dst, int64_t n, rmao
 
 START_TEST(test_alltoall_direct) {
   if (rt_device())
-    return; /* host memory only: device plans put into the peers' GPU staging (ipc) */
+    return;               /* host memory only: device plans put into the peers' GPU staging (ipc) */
   const int64_t n = 5000; /* 40000 bytes per pair */
   const int want = direct_expected(ctx, (size_t)n * sizeof(double));
   int64_t sc[64];

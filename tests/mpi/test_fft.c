@@ -548,10 +548,12 @@ END_TEST
  * memory reused by other allocations in between, and be destroyed without harm. Host memory; the function is looked
  * up in the process (a build without FFTW's thread library has none, and nothing here to check). */
 START_TEST(test_fft_foreign_planner) {
-  if (rt_device() || !RT_HOST_FFTS) return;
+  if (rt_device() || !RT_HOST_FFTS)
+    return;
   void (*with_nthreads)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "fftw_plan_with_nthreads");
   void (*withf_nthreads)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "fftwf_plan_with_nthreads");
-  if (!with_nthreads || !withf_nthreads) return;
+  if (!with_nthreads || !withf_nthreads)
+    return;
   const rmaop_dtype dts[2] = {RMAOP_C128, RMAOP_C64};
   for (int k = 0; k < 2; ++k) {
     const int64_t dims[2] = {1000, 6}; /* 1000 = 8 x 125: plans with twiddle tables */
@@ -569,7 +571,8 @@ START_TEST(test_fft_foreign_planner) {
     RT_OK(rmaop_vec_get_info(y, &yi));
     const int64_t n = xi.local_n, nd = yi.local_n;
     void *h = rt_alloc(dts[k], n), *before = rt_alloc(dts[k], nd), *after = rt_alloc(dts[k], nd);
-    for (int64_t i = 0; i < n; ++i) rt_store(dts[k], h, i, rt_value(i + 1000 * rt_rank, 3));
+    for (int64_t i = 0; i < n; ++i)
+      rt_store(dts[k], h, i, rt_value(i + 1000 * rt_rank, 3));
     RT_OK(rmaop_vec_write_local(x, h));
     RT_OK(rmaop_op_apply(A, x, y));
     RT_OK(rmaop_vec_read_local(y, before));
@@ -579,13 +582,15 @@ START_TEST(test_fft_foreign_planner) {
     static void *churn[NCHURN];
     for (int i = 0; i < NCHURN; ++i) {
       const size_t bytes = 32 * (size_t)(1 + i / 8);
-      if ((churn[i] = malloc(bytes)) != NULL) memset(churn[i], 0xff, bytes);
+      if ((churn[i] = malloc(bytes)) != NULL)
+        memset(churn[i], 0xff, bytes);
     }
     RT_OK(rmaop_op_apply(A, x, y));
     RT_OK(rmaop_vec_read_local(y, after));
     RT_CHECK(memcmp(before, after, (size_t)nd * rmaop_dtype_size(dts[k])) == 0,
              "dtype %d: the transform changed after another library's fftw_plan_with_nthreads", (int)dts[k]);
-    for (int i = 0; i < NCHURN; ++i) free(churn[i]);
+    for (int i = 0; i < NCHURN; ++i)
+      free(churn[i]);
     rmaop_op_destroy(&A);
     with_nthreads(1);
     withf_nthreads(1);
