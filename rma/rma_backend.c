@@ -138,17 +138,26 @@ static int direct_pair(rmaop_plan plan, rmaop_win w, int peer, int64_t elems, in
   return min > 0 && (uint64_t)elems * plan->esize >= (uint64_t)min && w->tp[peer] == &rma__transport_shm;
 }
 
-/* `min`: RMAOP_RMA_DIRECT_MIN as every rank agreed on it (0: off). Local. */
-static rmaop_status plan_setup_direct(rmaop_plan plan, rma_plan *rp, int64_t min) {
+/* plan_setup_direct's lists and the disjointness check, before the plan's agreement (plan_needs_window), so that a
+ * failure here fails the plan on every rank. Only for plans that may take part. */
+static rmaop_status plan_alloc_direct(rmaop_plan plan, rma_plan *rp) {
   rmaop_ctx ctx = plan->ctx;
-  rmaop_win w = rp->win;
-  if (!plan->alltoall || RMAOP__ON_DEVICE(ctx) || !w || w->device || !w->flag_sync || !ctx->shm || min <= 0)
+  if (!plan->alltoall || RMAOP__ON_DEVICE(ctx) || !ctx->shm)
     return RMAOP_OK;
   const size_t ns = (size_t)plan->nsend_peers, nr = (size_t)plan->nrecv_peers;
   RMAOP_CHECK(rmaop__calloc(ctx, ns + 1, sizeof *rp->to, "rma plan direct targets", (void **)&rp->to));
   RMAOP_CHECK(rmaop__calloc(ctx, ns + 3 * nr + 1, 1, "rma plan direct pairs", (void **)&rp->to_g));
   rp->from_g = rp->to_g + ns;
   rp->skip = rp->from_g + nr;
+  return rmaop__plan_dst_disjoint(plan, &rp->disjoint);
+}
+
+/* Which pairs take part, once the window exists. `min`: RMAOP_RMA_DIRECT_MIN as every rank agreed on it (0: off).
+ * Local, allocates nothing. */
+static void plan_setup_direct(rmaop_plan plan, rma_plan *rp, int64_t min) {
+  rmaop_win w = rp->win;
+  if (!rp->to_g || !w || w->device || !w->flag_sync || min <= 0)
+    return;
   for (int g = 0; g < plan->nsend_peers; ++g)
     if ((rp->to_g[g] = (unsigned char)direct_pair(plan, w, plan->send_peers[g], plan->send_peer_count[g], min)))
       rp->to[rp->nto++] = plan->send_peers[g];
@@ -156,7 +165,6 @@ static rmaop_status plan_setup_direct(rmaop_plan plan, rma_plan *rp, int64_t min
     if ((rp->from_g[g] = (unsigned char)direct_pair(plan, w, plan->recv_peers[g], plan->recv_peer_count[g], min)))
       rp->nfrom++;
   rp->transport = plan->trace_transport;
-  return rmaop__plan_dst_disjoint(plan, &rp->disjoint);
 }
 
 /* Target side of begin: the offer to every pair that takes part (rma__epoch_begin has counted the epoch). */
@@ -206,10 +214,14 @@ static rmaop_status plan_setup(rmaop_plan plan) {
   if (local == RMAOP_OK && (uint64_t)plan->recv_total > (uint64_t)INT64_MAX / 4 / plan->esize)
     local = RMAOP_ERROR(ctx, RMAOP_ERR_ARG, "rma plan \"%s\": %lld incoming elements do not fit in a window",
                         plan->label, (long long)plan->recv_total);
+  if (local == RMAOP_OK)
+    local = plan_alloc_direct(plan, rp);
   int needed = 0;
   int64_t direct_min = 0;
   rmaop_status st = plan_needs_window(plan, local, &needed, &direct_min);
   if (st != RMAOP_OK) {
+    if (rp)
+      plan_free_direct(rp);
     free(rp);
     return st;
   }
@@ -226,6 +238,7 @@ static rmaop_status plan_setup(rmaop_plan plan) {
     void *base = NULL;
     st = rma__win_make(ctx, 1, NULL, bytes, on_device ? RMA_WIN_DEVICE : 0, &rp->win, &base);
     if (st != RMAOP_OK) {
+      plan_free_direct(rp);
       free(rp);
       return st;
     }
@@ -234,8 +247,8 @@ static rmaop_status plan_setup(rmaop_plan plan) {
     plan->trace_transport = plan_transport(plan, rp->win);
   }
   plan->backend_data = rp;
-  /* Local: the lists are this rank's view of pairs both ends decide alike. A failure here frees the plan. */
-  return plan_setup_direct(plan, rp, direct_min);
+  plan_setup_direct(plan, rp, direct_min); /* this rank's view of pairs that both ends decide alike */
+  return RMAOP_OK;
 }
 
 static void plan_free(rmaop_plan plan) {

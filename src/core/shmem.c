@@ -106,8 +106,12 @@ void rmaop__shm_init(rmaop_ctx ctx, size_t min_bytes) {
   if (ok)
     memcpy(mine, &me[1], sizeof me[1]);
   all = malloc(2 * (size_t)ctx->node_size * sizeof *all);
-  /* Every rank joins both collectives whatever happened here. */
-  const int gathered = all && MPI_Allgather(me, 2, MPI_INT64_T, all, 2, MPI_INT64_T, ctx->node_comm) == MPI_SUCCESS;
+  /* Every rank joins every collective below whatever happened here: first whether all can gather at all. */
+  int can = all != NULL, all_can = 0;
+  if (MPI_Allreduce(&can, &all_can, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
+    all_can = 0;
+  const int gathered =
+      all_can && MPI_Allgather(me, 2, MPI_INT64_T, all, 2, MPI_INT64_T, ctx->node_comm) == MPI_SUCCESS;
   ok = ok && gathered;
   for (int i = 0; ok && i < ctx->node_size; ++i) {
     if (i == ctx->node_rank)
