@@ -110,8 +110,7 @@ void rmaop__shm_init(rmaop_ctx ctx, size_t min_bytes) {
   int can = all != NULL, all_can = 0;
   if (MPI_Allreduce(&can, &all_can, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
     all_can = 0;
-  const int gathered =
-      all_can && MPI_Allgather(me, 2, MPI_INT64_T, all, 2, MPI_INT64_T, ctx->node_comm) == MPI_SUCCESS;
+  const int gathered = all_can && MPI_Allgather(me, 2, MPI_INT64_T, all, 2, MPI_INT64_T, ctx->node_comm) == MPI_SUCCESS;
   ok = ok && gathered;
   for (int i = 0; ok && i < ctx->node_size; ++i) {
     if (i == ctx->node_rank)
