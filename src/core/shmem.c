@@ -11,8 +11,7 @@
  * memory returns to the system at once even where a peer still maps it (that peer never touches it again:
  * buffer numbers are not reused, so no exchange names it any more). After a failed exchange it does not: a peer
  * that read the offer before the owner gave up may still be writing. */
-#define _GNU_SOURCE
-#include "shmem.h"
+#include "shmem.h" /* built with _GNU_SOURCE (CMakeLists.txt): memfd_create, MAP_POPULATE */
 
 #include <fcntl.h>
 #include <stdio.h>
