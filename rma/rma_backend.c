@@ -146,7 +146,7 @@ static rmaop_status plan_alloc_direct(rmaop_plan plan, rma_plan *rp) {
     return RMAOP_OK;
   const size_t ns = (size_t)plan->nsend_peers, nr = (size_t)plan->nrecv_peers;
   RMAOP_CHECK(rmaop__calloc(ctx, ns + 1, sizeof *rp->to, "rma plan direct targets", (void **)&rp->to));
-  RMAOP_CHECK(rmaop__calloc(ctx, ns + 3 * nr + 1, 1, "rma plan direct pairs", (void **)&rp->to_g));
+  RMAOP_CHECK(rmaop__calloc(ctx, ns + 2 * nr + 1, 1, "rma plan direct pairs", (void **)&rp->to_g));
   rp->from_g = rp->to_g + ns;
   rp->skip = rp->from_g + nr;
   return rmaop__plan_dst_disjoint(plan, &rp->disjoint);
@@ -485,8 +485,8 @@ static rmaop_status init(rmaop_ctx ctx) {
       s->peers[n++] = r;
   ctx->backend_data = s;
   /* Node-shared buffers for the all-to-alls straight into the destination (plan_setup_direct). Collective: the
-   * memory kind and the size are the same on every rank; RMAOP_RMA_DIRECT_MIN may not be, so every rank probes
-   * unless its own setting is 0 (such a rank then takes no shared buffers, and its plans agree on "off"). */
+   * memory kind and the size are the same on every rank; RMAOP_RMA_DIRECT_MIN may not be, so every rank probes,
+   * and a rank whose setting is 0 takes no shared buffers (its plans then make every rank agree on "off"). */
   const size_t min = rma__settings(ctx)->direct_min;
   if (ctx->memory == RMAOP_MEMORY_HOST && ctx->size > 1)
     rmaop__shm_init(ctx, min ? min : SIZE_MAX);
