@@ -110,6 +110,29 @@ rmaop_status rmaop__dev_stencil_adjoint_local(rmaop_ctx ctx, rmaop_dtype dt, con
 rmaop_status rmaop__dev_stencil_adjoint_ghost(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
                                               const void *y, void *ghost);
 
+/* A Laplacian (src/ops/op_stencil.c) as its one-pass kernels see it. The local array is [rows][inner]: this
+ * rank's rows [off, off + rows) of axis 0, each of `inner` elements. loc[] are the parts along local axes in the
+ * operator's order (loc[0] overwrites, the others add: accumulate is set), dist the part along axis 0 (ghost
+ * rows from its halo) at position dpos of that order (before loc[dpos]; -1: no such part). */
+#define RMAOP__LAP_MAX_LOCAL (RMAOP_MAX_DIMS - 1)
+typedef struct {
+  int nloc, dpos;
+  int64_t off, rows, inner;
+  rmaop__stencil_desc dist;
+  rmaop__stencil_desc loc[RMAOP__LAP_MAX_LOCAL];
+} rmaop__lap_desc;
+
+/* Every element of rows [a1, b1) and [a2, b2) (global, axis 0) of y = L x, each output element once with all its
+ * parts: the sums and their order are the part-by-part path's (the forward stencil kernels'). A row whose axis-0
+ * stencil needs ghost rows adds that part last, as the part-by-part path does once the halo is in. */
+rmaop_status rmaop__dev_laplacian_forward(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__lap_desc *l, const void *x,
+                                          const void *ghost, void *y, int64_t a1, int64_t b1, int64_t a2, int64_t b2);
+
+/* Every local element of x = L^H y (the adjoint stencil kernels' gather form, parts in order); the axis-0
+ * part's contributions to the neighbours' rows are rmaop__dev_stencil_adjoint_ghost's. */
+rmaop_status rmaop__dev_laplacian_adjoint_local(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__lap_desc *l, const void *y,
+                                                void *x);
+
 /* A cuBLAS handle bound to the context's stream (set on the current device). */
 rmaop_status rmaop__dev_blas_create(rmaop_ctx ctx, void **handle);
 void rmaop__dev_blas_destroy(void *handle);

@@ -215,6 +215,188 @@ rmaop_status adjoint_general(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil
   return RMAOP_OK;
 }
 
+/* ---- a Laplacian in one pass: every part of an output element in one thread (rmaop__lap_desc) ---- */
+
+/* sum_t c_t v[k_t st] over the nonzero interior coefficients in ascending offset, the first term alone; added to
+ * v0 when the part accumulates. */
+template <typename T>
+__device__ __forceinline__ T interior_sum(const rmaop__stencil_desc &d, T v0, const T *v, int64_t st) {
+  typedef ar<T> A;
+  typedef typename A::R R;
+  T s = A::zero();
+  bool first = true;
+#pragma unroll
+  for (int k = -2; k <= 2; ++k)
+    if (d.cint[k + 2] != 0.0) {
+      const T t = A::mulr((R)d.cint[k + 2], v[k * st]);
+      s = first ? t : A::add(s, t);
+      first = false;
+    }
+  return d.accumulate ? A::add(v0, s) : s;
+}
+
+/* k_forward's rule for rows outside [flo, fhi) at row g of the part's axis (element xe of x; i: the element's
+ * index in its row of axis 0, for the ghost rows; only the axis-0 part reads them), v the output so far. A call,
+ * so that the few edge rows do not take registers from the interior. */
+template <typename T>
+__device__ __noinline__ T edge_forward(const rmaop__stencil_desc &d, T v, const T *xe, const T *ghost, int64_t g,
+                                       int64_t i) {
+  typedef ar<T> A;
+  typedef typename A::R R;
+  const int64_t st = d.ninner;
+  double c[RMAOP__NK];
+  rmaop__stencil_coef(&d.cs, g, c);
+  T s = d.accumulate ? v : A::zero();
+  for (int k = -2; k <= 2; ++k)
+    if (c[k + 2] != 0.0) {
+      const int64_t h = g + k;
+      const T xv = is_local(d, h) ? xe[k * st] : row_at(d, (const T *)NULL, ghost, 0, h)[i];
+      s = A::add(s, A::mulr((R)c[k + 2], xv));
+    }
+  return s;
+}
+
+/* k_adjoint's rule for local rows outside [jlo, jhi) at row j of the part's axis (element ye of y). */
+template <typename T>
+__device__ __noinline__ T edge_adjoint(const rmaop__stencil_desc &d, T v, const T *ye, int64_t j) {
+  typedef ar<T> A;
+  typedef typename A::R R;
+  const int64_t st = d.ninner;
+  T s = d.accumulate ? v : A::zero();
+  for (int pass = 0; pass < 2; ++pass)
+    for (int64_t g = j - 2; g <= j + 2; ++g) {
+      if (!is_local(d, g) || (g >= d.flo && g < d.fhi) != (pass == 1)) continue;
+      double c[RMAOP__NK];
+      rmaop__stencil_coef(&d.cs, g, c);
+      const double ck = c[j - g + 2];
+      if (ck != 0.0) s = A::add(s, A::mulr((R)ck, ye[(g - j) * st]));
+    }
+  return s;
+}
+
+/* One part's value at row g of its axis (element e of the input), v the output so far: the forward or adjoint
+ * stencil kernels' rules. */
+template <typename T, bool ADJ>
+__device__ __forceinline__ T part_value(const rmaop__stencil_desc &d, T v, const T *e, const T *ghost, int64_t g,
+                                        int64_t i) {
+  if (ADJ ? g >= d.jlo && g < d.jhi : g >= d.flo && g < d.fhi) return interior_sum(d, v, e, ADJ ? -d.ninner : d.ninner);
+  return ADJ ? edge_adjoint(d, v, e, g) : edge_forward(d, v, e, ghost, g, i);
+}
+
+/* Row-of-axis index of element i of a row of axis 0 for a local part (i / ninner mod N; no division for the
+ * last axis of a 2-D array). */
+__device__ __forceinline__ int64_t axis_row(const rmaop__stencil_desc &d, int64_t inner, int64_t i) {
+  if (d.ninner == 1) return d.n == inner ? i : i % d.n;
+  return (i / d.ninner) % d.n;
+}
+
+/* A set of indices: [a1, a1 + n1) then [a2, a2 + (n - n1)). */
+struct span2 {
+  int64_t a1, n1, a2, n;
+  __device__ int64_t at(int64_t q) const { return q < n1 ? a1 + q : a2 + (q - n1); }
+};
+
+/* Every part of the elements (row g of rows, element i of cols in its row), parts in order; the forward adds the
+ * axis-0 part last on the rows outside its interior range (rmaop__dev_laplacian_forward). NL: the local parts
+ * unrolled (constant indices keep L in parameter space). ADJ: the adjoint. */
+template <typename T, int NL, bool ADJ>
+__global__ void k_laplacian(const __grid_constant__ rmaop__lap_desc L, const T *in, const T *ghost, T *out, span2 rows,
+                            span2 cols) {
+  for (int64_t q = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; q < rows.n; q += (int64_t)gridDim.y * blockDim.y) {
+    const int64_t g = rows.at(q);
+    const bool dist_in_order = L.dpos >= 0 && (ADJ || g >= L.dist.flo && g < L.dist.fhi);
+    for (int64_t w = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; w < cols.n; w += (int64_t)gridDim.x * blockDim.x) {
+      const int64_t i = cols.at(w), e = (g - L.off) * L.inner + i;
+      const T *ie = in + e;
+      T v = ar<T>::zero();
+#pragma unroll
+      for (int p = 0; p <= NL; ++p) {
+        if (p == L.dpos && dist_in_order) v = part_value<T, ADJ>(L.dist, v, ie, ghost, g, i);
+        if (p < NL && p < L.nloc) v = part_value<T, ADJ>(L.loc[p], v, ie, (const T *)NULL, axis_row(L.loc[p], L.inner, i), i);
+      }
+      if (L.dpos >= 0 && !dist_in_order) v = part_value<T, ADJ>(L.dist, v, ie, ghost, g, i);
+      out[e] = v;
+    }
+  }
+}
+
+/* A 2-D Laplacian's elements that are interior rows of both parts (local rows [r0, r0 + nrows), columns [c0, c0 +
+ * ncols)): out = (sum over the row's NT taps) + (sum over the column's NT taps), each as k_flat sums it, the local
+ * axis (overwriting) first: part_value's result there, with the taps' offsets and coefficients in registers and
+ * each thread walking down its column. dir -1: the adjoint's gather. */
+template <typename T, int NT>
+__global__ void k_laplacian2d(taps tl, taps td, int64_t inner, const T *in, T *out, int64_t r0, int64_t nrows,
+                              int64_t c0, int64_t ncols, int dir) {
+  typedef ar<T> A;
+  typedef typename A::R R;
+  int64_t oa[NT], ob[NT];
+  R ca[NT], cb[NT];
+#pragma unroll
+  for (int u = 0; u < NT; ++u)
+    oa[u] = dir * tl.k[u], ob[u] = dir * inner * td.k[u], ca[u] = (R)tl.c[u], cb[u] = (R)td.c[u];
+  const int64_t rstep = (int64_t)gridDim.y * blockDim.y * inner;
+  for (int64_t w = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; w < ncols; w += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t q0 = (int64_t)blockIdx.y * blockDim.y + threadIdx.y;
+    const T *s0 = in + (r0 + q0) * inner + c0 + w;
+    T *d0 = out + (r0 + q0) * inner + c0 + w;
+    for (int64_t q = q0; q < nrows; q += (int64_t)gridDim.y * blockDim.y, s0 += rstep, d0 += rstep) {
+      T a = A::mulr(ca[0], s0[oa[0]]), b = A::mulr(cb[0], s0[ob[0]]);
+#pragma unroll
+      for (int u = 1; u < NT; ++u) a = A::add(a, A::mulr(ca[u], s0[oa[u]])), b = A::add(b, A::mulr(cb[u], s0[ob[u]]));
+      *d0 = A::add(a, b);
+    }
+  }
+}
+
+/* Blocks of 256 threads: up to 256 along a row (at least a warp), the rest across rows. */
+dim3 lap_block(int64_t ncols) {
+  unsigned bx = 32;
+  while (bx < THREADS && (int64_t)bx < ncols) bx *= 2;
+  return dim3(bx, THREADS / bx);
+}
+dim3 lap_grid(dim3 block, int64_t nrows, int64_t ncols) {
+  const int64_t gx = (ncols + block.x - 1) / block.x, gy = (nrows + block.y - 1) / block.y;
+  return dim3((unsigned)(gx < 65535 ? gx : 65535), (unsigned)(gy < 65535 ? gy : 65535));
+}
+
+template <typename T, bool ADJ>
+rmaop_status launch_laplacian(rmaop_ctx ctx, const rmaop__lap_desc *l, const T *in, const T *ghost, T *out, span2 rows,
+                              span2 cols) {
+  if (rows.n <= 0 || cols.n <= 0) return RMAOP_OK;
+  const dim3 block = lap_block(cols.n), grid = lap_grid(block, rows.n, cols.n);
+  if (l->nloc == 1)
+    k_laplacian<T, 1, ADJ><<<grid, block, 0, STREAM(ctx)>>>(*l, in, ghost, out, rows, cols);
+  else
+    k_laplacian<T, RMAOP__LAP_MAX_LOCAL, ADJ><<<grid, block, 0, STREAM(ctx)>>>(*l, in, ghost, out, rows, cols);
+  RMAOP_CHECK_LAUNCH(ctx);
+  return RMAOP_OK;
+}
+
+/* The rows `rows` of a Laplacian (ghost reads only forward): on a 2-D Laplacian (one local part, along the last
+ * axis, overwriting; the axis-0 part after it, adding; every second derivative has 3 interior taps) whose rows
+ * are one range of interior rows of the axis-0 part, the interior columns through k_laplacian2d and the edge
+ * columns through k_laplacian; otherwise every element through k_laplacian. */
+template <typename T, bool ADJ>
+rmaop_status laplacian_rows(rmaop_ctx ctx, const rmaop__lap_desc *l, const T *in, const T *ghost, T *out,
+                            span2 rows, bool interior_rows) {
+  const rmaop__stencil_desc &lo = l->loc[0], &di = l->dist;
+  const taps tl = interior_taps(&lo), td = interior_taps(&di);
+  int64_t c1 = ADJ ? lo.jlo : lo.flo, c2 = ADJ ? lo.jhi : lo.fhi;
+  const bool two_d = interior_rows && rows.n == rows.n1 && l->nloc == 1 && l->dpos == 1 && lo.ninner == 1 &&
+                     lo.n == l->inner && !lo.accumulate && di.accumulate && tl.n == 3 && td.n == 3 && c1 < c2;
+  if (!two_d) return launch_laplacian<T, ADJ>(ctx, l, in, ghost, out, rows, span2{0, l->inner, 0, l->inner});
+  if (rows.n <= 0) return RMAOP_OK;
+  /* about 4096 blocks: enough to fill the GPU, each thread then walking down many rows of its column */
+  const dim3 block = lap_block(c2 - c1);
+  dim3 grid = lap_grid(block, rows.n, c2 - c1);
+  const unsigned gy = 4096 / grid.x;
+  if (grid.y > gy) grid.y = gy > 0 ? gy : 1;
+  k_laplacian2d<T, 3><<<grid, block, 0, STREAM(ctx)>>>(tl, td, l->inner, in, out, rows.a1 - l->off, rows.n, c1, c2 - c1,
+                                                      ADJ ? -1 : 1);
+  RMAOP_CHECK_LAUNCH(ctx);
+  return launch_laplacian<T, ADJ>(ctx, l, in, ghost, out, rows, span2{0, c1, c2, c1 + (l->inner - c2)});
+}
+
 } // namespace
 
 extern "C" rmaop_status rmaop__dev_stencil_forward(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
@@ -247,6 +429,37 @@ extern "C" rmaop_status rmaop__dev_stencil_adjoint_ghost(rmaop_ctx ctx, rmaop_dt
                                                                                     nrows, total)));
   RMAOP_CHECK_LAUNCH(ctx);
   return RMAOP_OK;
+}
+
+extern "C" rmaop_status rmaop__dev_laplacian_forward(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__lap_desc *l,
+                                                     const void *x, const void *ghost, void *y, int64_t a1,
+                                                     int64_t b1, int64_t a2, int64_t b2) {
+  const int64_t n1 = b1 > a1 ? b1 - a1 : 0, nrows = n1 + (b2 > a2 ? b2 - a2 : 0);
+  /* one range inside the axis-0 part's interior rows: the 2-D fast path applies */
+  const bool interior = l->dpos >= 0 && nrows == n1 && a1 >= l->dist.flo && b1 <= l->dist.fhi;
+  rmaop_status st = RMAOP_OK;
+  DISPATCH(dt, st = (laplacian_rows<T, false>(ctx, l, (const T *)x, (const T *)ghost, (T *)y,
+                                              span2{a1, n1, a2, nrows}, interior)));
+  return st;
+}
+
+extern "C" rmaop_status rmaop__dev_laplacian_adjoint_local(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__lap_desc *l,
+                                                           const void *y, void *x) {
+  rmaop_status st = RMAOP_OK;
+  const rmaop__stencil_desc &d = l->dist;
+  const int64_t end = l->off + l->rows;
+  if (l->dpos < 0 || d.jlo >= d.jhi) {
+    DISPATCH(dt, st = (laplacian_rows<T, true>(ctx, l, (const T *)y, NULL, (T *)x, span2{l->off, l->rows, end, l->rows},
+                                               false)));
+    return st;
+  }
+  /* the axis-0 part's gather rows (the 2-D fast path), then the others */
+  DISPATCH(dt, st = (laplacian_rows<T, true>(ctx, l, (const T *)y, NULL, (T *)x, span2{d.jlo, d.jhi - d.jlo, d.jhi,
+                                             d.jhi - d.jlo}, true)));
+  if (st != RMAOP_OK) return st;
+  const span2 rest = {l->off, d.jlo - l->off, d.jhi, (d.jlo - l->off) + (end - d.jhi)};
+  DISPATCH(dt, st = (laplacian_rows<T, true>(ctx, l, (const T *)y, NULL, (T *)x, rest, false)));
+  return st;
 }
 
 /* ---- dense blocks: cuBLAS ---- */

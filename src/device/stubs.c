@@ -124,6 +124,16 @@ rmaop_status rmaop__dev_stencil_adjoint_ghost(rmaop_ctx ctx, rmaop_dtype dt, con
   return NO_CUDA(ctx);
 }
 
+rmaop_status rmaop__dev_laplacian_forward(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__lap_desc *l, const void *x,
+                                          const void *ghost, void *y, int64_t a1, int64_t b1, int64_t a2, int64_t b2) {
+  return NO_CUDA(ctx);
+}
+
+rmaop_status rmaop__dev_laplacian_adjoint_local(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__lap_desc *l, const void *y,
+                                                void *x) {
+  return NO_CUDA(ctx);
+}
+
 rmaop_status rmaop__dev_blas_create(rmaop_ctx ctx, void **handle) {
   if (handle) *handle = NULL;
   return NO_CUDA(ctx);

@@ -696,27 +696,72 @@ rmaop_status rmaop_op_create_second_derivative(rmaop_ctx ctx, const rmaop_deriv_
 /* ---- Laplacian: weighted second derivatives fused into one output ---- */
 
 /* parts[0] overwrites the output and runs whole in begin (a local axis when there is one), the others
- * add into it; the axis-0 part's halo is in flight while the local axes compute. One pass per axis
- * instead of a sum of scaled operators' temporaries and extra passes. */
+ * add into it; the axis-0 part's halo is in flight while the local axes compute. On the host one pass per
+ * axis instead of a sum of scaled operators' temporaries and extra passes. On device memory, with more than
+ * one part, one kernel computes every part of an element (rmaop__dev_laplacian_*): the rows whose axis-0
+ * stencil reads no ghost row in begin, the others in end; the same sums in the same order as part by part. */
 typedef struct {
   int n;
   stencil *parts[RMAOP_MAX_DIMS];
+  int one_pass;        /* device memory and n > 1 */
+  rmaop__lap_desc dev; /* the parts as the one-pass kernels see them */
+  stencil *dist;       /* the axis-0 part, NULL if none */
+  rmaop_vec in, out;   /* one pass: the pending forward's vectors */
 } laplacian;
+
+/* The one-pass description: this rank's rows of axis 0 (`rows`: their layout) and the parts. */
+static void lap_describe(laplacian *l, rmaop_layout rows, int rank, int64_t inner) {
+  rmaop__lap_desc *L = &l->dev;
+  *L = (rmaop__lap_desc){.dpos = -1, .off = rows->offsets[rank], .rows = rows->sizes[rank], .inner = inner};
+  for (int i = 0; i < l->n; ++i) {
+    if (l->parts[i]->distributed)
+      L->dpos = L->nloc, L->dist = dev_desc(l->parts[i]), l->dist = l->parts[i];
+    else
+      L->loc[L->nloc++] = dev_desc(l->parts[i]);
+  }
+}
 
 static rmaop_status lap_apply_begin(rmaop_op A, rmaop_vec x, rmaop_vec y) {
   laplacian *l = A->impl;
-  for (int i = 0; i < l->n; ++i) RMAOP_CHECK(st_forward_begin(l->parts[i], x, y));
-  return RMAOP_OK;
+  if (!l->one_pass) {
+    for (int i = 0; i < l->n; ++i)
+      RMAOP_CHECK(st_forward_begin(l->parts[i], x, y));
+    return RMAOP_OK;
+  }
+  const rmaop__lap_desc *L = &l->dev;
+  l->in = x, l->out = y;
+  if (!l->dist)
+    return rmaop__dev_laplacian_forward(A->ctx, A->dtype, L, x->data, NULL, y->data, L->off, L->off + L->rows, 0, 0);
+  RMAOP_CHECK(rmaop_plan_begin(l->dist->halo, x->data, l->dist->ghost, RMAOP_INSERT));
+  return rmaop__dev_laplacian_forward(A->ctx, A->dtype, L, x->data, l->dist->ghost, y->data, L->dist.flo, L->dist.fhi,
+                                      0, 0);
 }
 static rmaop_status lap_apply_end(rmaop_op A) {
   laplacian *l = A->impl;
-  for (int i = 0; i < l->n; ++i) RMAOP_CHECK(st_forward_end(l->parts[i]));
-  return RMAOP_OK;
+  if (!l->one_pass) {
+    for (int i = 0; i < l->n; ++i)
+      RMAOP_CHECK(st_forward_end(l->parts[i]));
+    return RMAOP_OK;
+  }
+  if (!l->dist)
+    return RMAOP_OK;
+  RMAOP_CHECK(rmaop_plan_end(l->dist->halo));
+  const rmaop__lap_desc *L = &l->dev;
+  return rmaop__dev_laplacian_forward(A->ctx, A->dtype, L, l->in->data, l->dist->ghost, l->out->data, L->off,
+                                      L->dist.flo, L->dist.fhi, L->off + L->rows);
 }
 static rmaop_status lap_adjoint_begin(rmaop_op A, rmaop_vec y, rmaop_vec x) {
   laplacian *l = A->impl;
-  for (int i = 0; i < l->n; ++i) RMAOP_CHECK(st_adjoint_begin(l->parts[i], y, x));
-  return RMAOP_OK;
+  if (!l->one_pass) {
+    for (int i = 0; i < l->n; ++i)
+      RMAOP_CHECK(st_adjoint_begin(l->parts[i], y, x));
+    return RMAOP_OK;
+  }
+  if (l->dist) { /* the ghost rows' sums, sent back while the local rows are gathered */
+    RMAOP_CHECK(rmaop__dev_stencil_adjoint_ghost(A->ctx, A->dtype, &l->dev.dist, y->data, l->dist->ghost));
+    RMAOP_CHECK(rmaop_plan_begin(l->dist->halo_rev, l->dist->ghost, x->data, RMAOP_ADD));
+  }
+  return rmaop__dev_laplacian_adjoint_local(A->ctx, A->dtype, &l->dev, y->data, x->data);
 }
 static rmaop_status lap_adjoint_end(rmaop_op A) {
   laplacian *l = A->impl;
@@ -819,6 +864,8 @@ rmaop_status rmaop_op_create_laplacian(rmaop_ctx ctx, const rmaop_laplacian_spec
         break;
       }
     for (int i = 1; i < l->n; ++i) l->parts[i]->accumulate = 1;
+    l->one_pass = l->n > 1 && l->parts[0]->dev;
+    lap_describe(l, rows, ctx->rank, inner);
     st = rmaop__op_new_agreed(st, ctx, "laplacian", spec->dtype, elems, elems, &laplacian_ops, l, A);
     if (st == RMAOP_OK) (*A)->apply_fused = lap_apply_fused;
   }

@@ -98,7 +98,7 @@ static void lap_serial(const void *cfg, const double _Complex *x, double _Comple
   }
 }
 
-static void run_laplacian(const lap_cfg *c, int split, rmaop_dtype d, const char *what) {
+static rmaop_laplacian_spec lap_spec(const lap_cfg *c, int split, rmaop_dtype d) {
   rmaop_laplacian_spec spec = {.grid = make_grid(&c->shape, split),
                                .naxes = c->naxes,
                                .edge = c->edge,
@@ -107,6 +107,11 @@ static void run_laplacian(const lap_cfg *c, int split, rmaop_dtype d, const char
                                .label = "test-lap"};
   for (int i = 0; i < c->naxes; ++i)
     spec.axes[i] = c->axes[i], spec.weights[i] = c->weights[i], spec.sampling[i] = c->sampling[i];
+  return spec;
+}
+
+static void run_laplacian(const lap_cfg *c, int split, rmaop_dtype d, const char *what) {
+  const rmaop_laplacian_spec spec = lap_spec(c, split, d);
   rmaop_op A = NULL;
   RT_OK(rmaop_op_create_laplacian(ctx, &spec, &A));
   const int64_t n = shape_size(&c->shape);
@@ -119,7 +124,9 @@ static void run_laplacian(const lap_cfg *c, int split, rmaop_dtype d, const char
   rmaop_op_destroy(&A);
 }
 
-START_TEST(test_laplacian) {
+/* The Laplacian cases of both tests (the shapes are objects of op_test_util.c, so the cases are built here). */
+enum { LAP_DEFAULT, LAP_DEFAULT3, LAP_WEIGHTED, LAP_THREE, LAP_ONE };
+static lap_cfg lap_case(int which) {
   const lap_cfg c_default = {.shape = plane, .naxes = 0, .edge = 0, .kind = RMAOP_DERIV_CENTERED3};
   const lap_cfg c_default3 = {.shape = cube, .naxes = 0, .edge = 1, .kind = RMAOP_DERIV_CENTERED3};
   const lap_cfg c_weighted = {.shape = cube,
@@ -143,6 +150,13 @@ START_TEST(test_laplacian) {
                          .sampling = {0.25},
                          .edge = 1,
                          .kind = RMAOP_DERIV_CENTERED3};
+  const lap_cfg all[] = {c_default, c_default3, c_weighted, c_three, c_one};
+  return all[which];
+}
+
+START_TEST(test_laplacian) {
+  const lap_cfg c_default = lap_case(LAP_DEFAULT), c_default3 = lap_case(LAP_DEFAULT3),
+                c_weighted = lap_case(LAP_WEIGHTED), c_three = lap_case(LAP_THREE), c_one = lap_case(LAP_ONE);
   run_laplacian(&c_default, SPLIT_BALANCED, RMAOP_F64, "2D default axes");
   run_laplacian(&c_default, SPLIT_FIRST_ONE, RMAOP_F64, "2D default axes");
   run_laplacian(&c_default3, SPLIT_UNEVEN, RMAOP_F64, "3D default axes (local only)");
@@ -152,6 +166,55 @@ START_TEST(test_laplacian) {
   run_laplacian(&c_three, SPLIT_BALANCED, RMAOP_F32, "axes (2,0,1) zero weights, backward");
   run_laplacian(&c_one, SPLIT_ONES, RMAOP_F64, "1D weighted");
   run_laplacian(&c_default, SPLIT_ONES, RMAOP_C64, "2D default axes");
+}
+END_TEST
+
+/* The Laplacian of the test's context (on device memory the one-pass kernels) against the same operator on a
+ * host context of the twosided backend (part by part): bitwise the same values, forward and adjoint. */
+static void lap_same_bits(rmaop_ctx hctx, const lap_cfg *c, int split, rmaop_dtype d, const char *what) {
+  const rmaop_laplacian_spec spec = lap_spec(c, split, d);
+  rmaop_op A = NULL, H = NULL;
+  RT_OK(rmaop_op_create_laplacian(ctx, &spec, &A));
+  RT_OK(rmaop_op_create_laplacian(hctx, &spec, &H));
+  rmaop_op_info ai = {0}, hi = {0};
+  RT_OK(rmaop_op_get_info(A, &ai));
+  RT_OK(rmaop_op_get_info(H, &hi));
+  const int64_t n = shape_size(&c->shape);
+  rmaop_vec x = vec_on(ai.model, d), y = vec_on(ai.data, d), hx = vec_on(hi.model, d), hy = vec_on(hi.data, d);
+  free(fill(x, n, 1));
+  free(fill(hx, n, 1));
+  RT_OK(rmaop_op_apply(A, x, y));
+  RT_OK(rmaop_op_apply(H, hx, hy));
+  char msg[300] = "";
+  RT_CHECK(same_local_msg(y, hy, 1, msg, sizeof msg), "laplacian %s, %s, %s: forward differs from the host's: %s", what,
+           split_names[split], rmaop_dtype_name(d), msg);
+  free(fill(y, n, 2));
+  free(fill(hy, n, 2));
+  RT_OK(rmaop_op_apply_adjoint(A, y, x));
+  RT_OK(rmaop_op_apply_adjoint(H, hy, hx));
+  RT_CHECK(same_local_msg(x, hx, 1, msg, sizeof msg), "laplacian %s, %s, %s: adjoint differs from the host's: %s", what,
+           split_names[split], rmaop_dtype_name(d), msg);
+  rmaop_vec_destroy(&x), rmaop_vec_destroy(&y), rmaop_vec_destroy(&hx), rmaop_vec_destroy(&hy);
+  rmaop_op_destroy(&A), rmaop_op_destroy(&H);
+}
+
+START_TEST(test_laplacian_same_bits) {
+  rmaop_ctx_options o;
+  rmaop_ctx_options_init(&o);
+  o.memory = "host", o.backend = "twosided", o.rma.transport = "auto", o.rma.ipc_path = "auto"; /* not the env's ipc */
+  rmaop_ctx hctx = NULL;
+  RT_OK(rmaop_ctx_create(MPI_COMM_WORLD, &o, &hctx));
+  const lap_cfg c_default = lap_case(LAP_DEFAULT), c_default3 = lap_case(LAP_DEFAULT3),
+                c_weighted = lap_case(LAP_WEIGHTED), c_three = lap_case(LAP_THREE);
+  const lap_cfg wide = {.shape = {2, {23, 300}}, .naxes = 0, .edge = 1, .kind = RMAOP_DERIV_CENTERED3};
+  lap_same_bits(hctx, &wide, SPLIT_BALANCED, RMAOP_F64, "2D 23 x 300");
+  lap_same_bits(hctx, &wide, SPLIT_UNEVEN, RMAOP_C128, "2D 23 x 300");
+  lap_same_bits(hctx, &c_default, SPLIT_ONES, RMAOP_F64, "2D default axes");
+  lap_same_bits(hctx, &c_default3, SPLIT_UNEVEN, RMAOP_F64, "3D default axes (local only)");
+  lap_same_bits(hctx, &c_weighted, SPLIT_FIRST_ONE, RMAOP_F32, "axes (0,2) weighted, forward");
+  lap_same_bits(hctx, &c_three, SPLIT_UNEVEN, RMAOP_F64, "axes (2,0,1) zero weights, backward");
+  lap_same_bits(hctx, &c_three, SPLIT_BALANCED, RMAOP_C64, "axes (2,0,1) zero weights, backward");
+  rmaop_ctx_destroy(&hctx);
 }
 END_TEST
 
@@ -250,6 +313,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_second_derivative_f64);
   tcase_add_test(tc, test_derivatives_other_dtypes);
   tcase_add_test(tc, test_laplacian);
+  tcase_add_test(tc, test_laplacian_same_bits);
   suite_add_tcase(s, tc);
   TCase *te = tcase_create("errors");
   tcase_add_checked_fixture(te, op_setup, op_teardown);
