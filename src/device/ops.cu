@@ -321,31 +321,35 @@ __global__ void k_laplacian(const __grid_constant__ rmaop__lap_desc L, const T *
 }
 
 /* A 2-D Laplacian's elements that are interior rows of both parts (local rows [r0, r0 + nrows), columns [c0, c0 +
- * ncols)): out = (sum over the row's NT taps) + (sum over the column's NT taps), each as k_flat sums it, the local
- * axis (overwriting) first: part_value's result there, with the taps' offsets and coefficients in registers and
- * each thread walking down its column. dir -1: the adjoint's gather. */
-template <typename T, int NT>
+ * ncols)): out = (sum over the row's 3 taps) + (sum over the column's 3 taps), each as k_flat sums it, the local
+ * axis (overwriting) first: part_value's result there. The column's taps are 3 consecutive rows (every second
+ * derivative's), so a thread walks down `strip` rows of its column with those rows in registers, loading one new
+ * row per element; the row's taps are its neighbours' loads (L1). DIR -1: the adjoint's gather. */
+template <typename T, int DIR>
 __global__ void k_laplacian2d(taps tl, taps td, int64_t inner, const T *in, T *out, int64_t r0, int64_t nrows,
-                              int64_t c0, int64_t ncols, int dir) {
+                              int64_t c0, int64_t ncols, int64_t strip) {
   typedef ar<T> A;
   typedef typename A::R R;
-  int64_t oa[NT], ob[NT];
-  R ca[NT], cb[NT];
-#pragma unroll
-  for (int u = 0; u < NT; ++u)
-    oa[u] = dir * tl.k[u], ob[u] = dir * inner * td.k[u], ca[u] = (R)tl.c[u], cb[u] = (R)td.c[u];
-  const int64_t rstep = (int64_t)gridDim.y * blockDim.y * inner;
-  for (int64_t w = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; w < ncols; w += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t q0 = (int64_t)blockIdx.y * blockDim.y + threadIdx.y;
-    const T *s0 = in + (r0 + q0) * inner + c0 + w;
-    T *d0 = out + (r0 + q0) * inner + c0 + w;
-    for (int64_t q = q0; q < nrows; q += (int64_t)gridDim.y * blockDim.y, s0 += rstep, d0 += rstep) {
-      T a = A::mulr(ca[0], s0[oa[0]]), b = A::mulr(cb[0], s0[ob[0]]);
-#pragma unroll
-      for (int u = 1; u < NT; ++u) a = A::add(a, A::mulr(ca[u], s0[oa[u]])), b = A::add(b, A::mulr(cb[u], s0[ob[u]]));
-      *d0 = A::add(a, b);
+  const int64_t o0 = DIR * tl.k[0], o1 = DIR * tl.k[1], o2 = DIR * tl.k[2];
+  const R a0 = (R)tl.c[0], a1 = (R)tl.c[1], a2 = (R)tl.c[2], b0 = (R)td.c[0], b1 = (R)td.c[1], b2 = (R)td.c[2];
+  const int64_t top = DIR > 0 ? td.k[0] : -td.k[2]; /* the first of the column's 3 rows, relative to the element's */
+  for (int64_t w = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; w < ncols; w += (int64_t)gridDim.x * blockDim.x)
+    for (int64_t qs = ((int64_t)blockIdx.y * blockDim.y + threadIdx.y) * strip; qs < nrows;
+         qs += (int64_t)gridDim.y * blockDim.y * strip) {
+      const int64_t qe = qs + strip < nrows ? qs + strip : nrows;
+      const T *col = in + (r0 + qs) * inner + c0 + w;
+      T *dst = out + (r0 + qs) * inner + c0 + w;
+      T w0 = col[top * inner], w1 = col[(top + 1) * inner];
+#pragma unroll 4
+      for (int64_t q = qs; q < qe; ++q, col += inner, dst += inner) {
+        const T w2 = col[(top + 2) * inner];
+        const T a = A::add(A::add(A::mulr(a0, col[o0]), A::mulr(a1, col[o1])), A::mulr(a2, col[o2]));
+        const T b = DIR > 0 ? A::add(A::add(A::mulr(b0, w0), A::mulr(b1, w1)), A::mulr(b2, w2))
+                            : A::add(A::add(A::mulr(b0, w2), A::mulr(b1, w1)), A::mulr(b2, w0));
+        *dst = A::add(a, b);
+        w0 = w1, w1 = w2;
+      }
     }
-  }
 }
 
 /* Blocks of 256 threads: up to 256 along a row (at least a warp), the rest across rows. */
@@ -383,16 +387,20 @@ rmaop_status laplacian_rows(rmaop_ctx ctx, const rmaop__lap_desc *l, const T *in
   const taps tl = interior_taps(&lo), td = interior_taps(&di);
   int64_t c1 = ADJ ? lo.jlo : lo.flo, c2 = ADJ ? lo.jhi : lo.fhi;
   const bool two_d = interior_rows && rows.n == rows.n1 && l->nloc == 1 && l->dpos == 1 && lo.ninner == 1 &&
-                     lo.n == l->inner && !lo.accumulate && di.accumulate && tl.n == 3 && td.n == 3 && c1 < c2;
+                     lo.n == l->inner && !lo.accumulate && di.accumulate && tl.n == 3 && td.n == 3 &&
+                     td.k[1] == td.k[0] + 1 && td.k[2] == td.k[0] + 2 && c1 < c2;
   if (!two_d) return launch_laplacian<T, ADJ>(ctx, l, in, ghost, out, rows, span2{0, l->inner, 0, l->inner});
   if (rows.n <= 0) return RMAOP_OK;
-  /* about 4096 blocks: enough to fill the GPU, each thread then walking down many rows of its column */
-  const dim3 block = lap_block(c2 - c1);
-  dim3 grid = lap_grid(block, rows.n, c2 - c1);
-  const unsigned gy = 4096 / grid.x;
-  if (grid.y > gy) grid.y = gy > 0 ? gy : 1;
-  k_laplacian2d<T, 3><<<grid, block, 0, STREAM(ctx)>>>(tl, td, l->inner, in, out, rows.a1 - l->off, rows.n, c1, c2 - c1,
-                                                      ADJ ? -1 : 1);
+  /* strips of 32 rows: the column's rows stay in registers along a strip, and 2-D grids of ~8k blocks of a
+   * 8192^2 array still fill the GPU */
+  const int64_t strip = 32;
+  const dim3 block = lap_block(c2 - c1), grid = lap_grid(block, (rows.n + strip - 1) / strip, c2 - c1);
+  if (ADJ)
+    k_laplacian2d<T, -1><<<grid, block, 0, STREAM(ctx)>>>(tl, td, l->inner, in, out, rows.a1 - l->off, rows.n, c1,
+                                                         c2 - c1, strip);
+  else
+    k_laplacian2d<T, 1><<<grid, block, 0, STREAM(ctx)>>>(tl, td, l->inner, in, out, rows.a1 - l->off, rows.n, c1,
+                                                        c2 - c1, strip);
   RMAOP_CHECK_LAUNCH(ctx);
   return launch_laplacian<T, ADJ>(ctx, l, in, ghost, out, rows, span2{0, c1, c2, c1 + (l->inner - c2)});
 }
