@@ -234,6 +234,52 @@ static rmaop__stencil_desc dev_desc(const stencil *s) {
   return d;
 }
 
+/* Host forward of one outer block (x, y: its input and output): the fast rows through the flat loop, and the edge
+ * rows too when the axis is local. */
+static void forward_block(const stencil *s, const terms *t, fast_range f, char *x, char *y) {
+  const size_t es = rmaop_dtype_size(s->dtype);
+  flat_stencil(s->dtype, t, x + (size_t)((f.flo - s->off) * s->ninner) * es,
+               y + (size_t)((f.flo - s->off) * s->ninner) * es, (f.fhi - f.flo) * s->ninner, s->accumulate);
+  if (!s->distributed) {
+    forward_rows(s, s->dtype, x, y, s->off, f.flo);
+    forward_rows(s, s->dtype, x, y, f.fhi, s->off + s->n);
+  }
+}
+
+/* The fast rows whose adjoint scatters outside the gather rows: [r[0], r[1]) within R + il of the fast range's
+ * start, [r[2], r[3]) within R + ir of its end. */
+static void scatter_rows(const stencil *s, fast_range f, int64_t r[4]) {
+  const int64_t R = s->hl > s->hr ? s->hl : s->hr;
+  r[0] = f.flo, r[1] = f.flo + R + s->il < f.fhi ? f.flo + R + s->il : f.fhi;
+  r[2] = f.fhi - R - s->ir > r[1] ? f.fhi - R - s->ir : r[1], r[3] = f.fhi;
+}
+
+/* Host adjoint of one outer block (y, x: its input and output), the steps before the reverse halo begins: zero
+ * the rows the gather does not set (overwrite mode), scatter the non-interior rows (into x and the ghost rows). */
+static void adjoint_block_edges(const stencil *s, fast_range f, int64_t jlo, int64_t jhi, char *y, char *x) {
+  const size_t es = rmaop_dtype_size(s->dtype);
+  const int64_t w = s->ninner;
+  if (!s->accumulate) {
+    memset(x, 0, (size_t)((jlo - s->off) * w) * es);
+    memset(x + (size_t)((jhi - s->off) * w) * es, 0, (size_t)((s->off + s->n - jhi) * w) * es);
+  }
+  adjoint_rows(s, s->dtype, y, x, s->off, f.flo, 0, 0);
+  adjoint_rows(s, s->dtype, y, x, f.fhi, s->off + s->n, 0, 0);
+}
+
+/* ... and the steps after: the gather of rows [jlo, jhi), then the fast rows that scatter outside it. */
+static void adjoint_block_inner(const stencil *s, const terms *t, fast_range f, int64_t jlo, int64_t jhi, char *y,
+                                char *x) {
+  const size_t es = rmaop_dtype_size(s->dtype);
+  const int64_t w = s->ninner;
+  flat_stencil(s->dtype, t, y + (size_t)((jlo - s->off) * w) * es, x + (size_t)((jlo - s->off) * w) * es,
+               (jhi - jlo) * w, s->accumulate);
+  int64_t r[4];
+  scatter_rows(s, f, r);
+  adjoint_rows(s, s->dtype, y, x, r[0], r[1], jlo, jhi);
+  adjoint_rows(s, s->dtype, y, x, r[2], r[3], jlo, jhi);
+}
+
 /* Forward, first half: start the halo, compute the rows that need no ghost (all rows of a local axis). */
 static rmaop_status st_forward_begin(stencil *s, rmaop_vec xv, rmaop_vec yv) {
   s->in = xv;
@@ -247,15 +293,9 @@ static rmaop_status st_forward_begin(stencil *s, rmaop_vec xv, rmaop_vec yv) {
   const size_t es = rmaop_dtype_size(s->dtype);
   const fast_range f = fast_rows(s);
   const terms t = interior_terms(s, 1);
-  for (int64_t o = 0; o < s->nouter; ++o) {
-    char *x = (char *)xv->data + (size_t)(o * s->n * s->ninner) * es, *y = (char *)yv->data + (size_t)(o * s->n * s->ninner) * es;
-    flat_stencil(s->dtype, &t, x + (size_t)((f.flo - s->off) * s->ninner) * es,
-                 y + (size_t)((f.flo - s->off) * s->ninner) * es, (f.fhi - f.flo) * s->ninner, s->accumulate);
-    if (!s->distributed) {
-      forward_rows(s, s->dtype, x, y, s->off, f.flo);
-      forward_rows(s, s->dtype, x, y, f.fhi, s->off + s->n);
-    }
-  }
+  for (int64_t o = 0; o < s->nouter; ++o)
+    forward_block(s, &t, f, (char *)xv->data + (size_t)(o * s->n * s->ninner) * es,
+                  (char *)yv->data + (size_t)(o * s->n * s->ninner) * es);
   return RMAOP_OK;
 }
 
@@ -293,31 +333,17 @@ static rmaop_status st_adjoint_begin(stencil *s, rmaop_vec yv, rmaop_vec xv) {
   const size_t es = rmaop_dtype_size(s->dtype);
   const int64_t w = s->ninner;
   const fast_range f = fast_rows(s);
-  const int64_t R = s->hl > s->hr ? s->hl : s->hr;
   int64_t jlo, jhi;
   gather_rows(s, f, &jlo, &jhi);
   if (s->ghost) memset(s->ghost, 0, (size_t)((s->hl + s->hr) * w) * es);
-  for (int64_t o = 0; o < s->nouter; ++o) {
-    char *y = (char *)yv->data + (size_t)(o * s->n * w) * es, *x = (char *)xv->data + (size_t)(o * s->n * w) * es;
-    if (!s->accumulate) {
-      memset(x, 0, (size_t)((jlo - s->off) * w) * es);
-      memset(x + (size_t)((jhi - s->off) * w) * es, 0, (size_t)((s->off + s->n - jhi) * w) * es);
-    }
-    adjoint_rows(s, s->dtype, y, x, s->off, f.flo, 0, 0);
-    adjoint_rows(s, s->dtype, y, x, f.fhi, s->off + s->n, 0, 0);
-  }
+  for (int64_t o = 0; o < s->nouter; ++o)
+    adjoint_block_edges(s, f, jlo, jhi, (char *)yv->data + (size_t)(o * s->n * w) * es,
+                        (char *)xv->data + (size_t)(o * s->n * w) * es);
   if (s->distributed) RMAOP_CHECK(rmaop_plan_begin(s->halo_rev, s->ghost, xv->data, RMAOP_ADD));
   const terms t = interior_terms(s, -1);
-  for (int64_t o = 0; o < s->nouter; ++o) {
-    char *y = (char *)yv->data + (size_t)(o * s->n * w) * es, *x = (char *)xv->data + (size_t)(o * s->n * w) * es;
-    flat_stencil(s->dtype, &t, y + (size_t)((jlo - s->off) * w) * es, x + (size_t)((jlo - s->off) * w) * es,
-                 (jhi - jlo) * w, s->accumulate);
-    /* Fast rows that reach outside [jlo, jhi): within R + il of the start or R + ir of the end. */
-    int64_t a1 = f.flo, b1 = f.flo + R + s->il < f.fhi ? f.flo + R + s->il : f.fhi;
-    int64_t a2 = f.fhi - R - s->ir > b1 ? f.fhi - R - s->ir : b1, b2 = f.fhi;
-    adjoint_rows(s, s->dtype, y, x, a1, b1, jlo, jhi);
-    adjoint_rows(s, s->dtype, y, x, a2, b2, jlo, jhi);
-  }
+  for (int64_t o = 0; o < s->nouter; ++o)
+    adjoint_block_inner(s, &t, f, jlo, jhi, (char *)yv->data + (size_t)(o * s->n * w) * es,
+                        (char *)xv->data + (size_t)(o * s->n * w) * es);
   return RMAOP_OK;
 }
 
@@ -522,24 +548,17 @@ static rmaop_status st_adjoint_fused(stencil *s, rmaop_vec in, rmaop_vec out, co
   const size_t es = rmaop_dtype_size(s->dtype);
   const int64_t w = s->ninner, blk = s->n * w;
   const fast_range fr = fast_rows(s);
-  const int64_t R = s->hl > s->hr ? s->hl : s->hr;
-  int64_t jlo, jhi;
+  int64_t jlo, jhi, sr[4];
   gather_rows(s, fr, &jlo, &jhi);
-  /* Fast rows that scatter outside [jlo, jhi) (as st_adjoint_begin). */
-  const int64_t a1 = fr.flo, b1 = fr.flo + R + s->il < fr.fhi ? fr.flo + R + s->il : fr.fhi;
-  const int64_t a2 = fr.fhi - R - s->ir > b1 ? fr.fhi - R - s->ir : b1, b2 = fr.fhi;
+  scatter_rows(s, fr, sr); /* fast rows that scatter outside [jlo, jhi) */
+  const int64_t a1 = sr[0], b1 = sr[1], a2 = sr[2], b2 = sr[3];
   const terms t = interior_terms(s, -1);
   if (s->ghost) memset(s->ghost, 0, (size_t)((s->hl + s->hr) * w) * es);
   for (int64_t o = 0; o < s->nouter; ++o) {
     char *y = (char *)in->data + (size_t)(o * blk) * es, *x = (char *)out->data + (size_t)(o * blk) * es;
     fuse_update_rows(s, y, o * blk, f, s->off, b1, acc);
     fuse_update_rows(s, y, o * blk, f, a2, s->off + s->n, acc);
-    if (!s->accumulate) {
-      memset(x, 0, (size_t)((jlo - s->off) * w) * es);
-      memset(x + (size_t)((jhi - s->off) * w) * es, 0, (size_t)((s->off + s->n - jhi) * w) * es);
-    }
-    adjoint_rows(s, s->dtype, y, x, s->off, fr.flo, 0, 0);
-    adjoint_rows(s, s->dtype, y, x, fr.fhi, s->off + s->n, 0, 0);
+    adjoint_block_edges(s, fr, jlo, jhi, y, x);
     if (s->distributed) RMAOP_CHECK(rmaop_plan_begin(s->halo_rev, s->ghost, out->data, RMAOP_ADD));
     fuse_stream(s, &t, y, x, o * blk, f, (b1 - s->off) * w, (a2 - s->off) * w, (jlo - s->off) * w, (jhi - s->off) * w,
                 (int64_t)s->il * w, in2, acc);
@@ -697,13 +716,15 @@ rmaop_status rmaop_op_create_second_derivative(rmaop_ctx ctx, const rmaop_deriv_
 
 /* parts[0] overwrites the output and runs whole in begin (a local axis when there is one), the others
  * add into it; the axis-0 part's halo is in flight while the local axes compute. On the host one pass per
- * axis instead of a sum of scaled operators' temporaries and extra passes. On device memory, with more than
+ * axis instead of a sum of scaled operators' temporaries and extra passes, except a 2-D Laplacian, which goes
+ * row by row with both parts of a row together (host2d, below). On device memory, with more than
  * one part, one kernel computes every part of an element (rmaop__dev_laplacian_*): the rows whose axis-0
  * stencil reads no ghost row in begin, the others in end; the same sums in the same order as part by part. */
 typedef struct {
   int n;
   stencil *parts[RMAOP_MAX_DIMS];
   int one_pass;        /* device memory and n > 1 */
+  int host2d;          /* host memory, a 2-D Laplacian: parts[0] along axis 1, parts[1] along axis 0 */
   rmaop__lap_desc dev; /* the parts as the one-pass kernels see them */
   stencil *dist;       /* the axis-0 part, NULL if none */
   rmaop_vec in, out;   /* one pass: the pending forward's vectors */
@@ -721,8 +742,133 @@ static void lap_describe(laplacian *l, rmaop_layout rows, int rank, int64_t inne
   }
 }
 
+/* ---- host, 2-D: the two parts row by row, so that x's rows are read from cache by the second part and y's rows
+ * are written once. Per element the part-by-part path's operations in its order: the row's local-axis stencil
+ * (overwrite), then its axis-0 stencil (add). ---- */
+
+/* Forward rows [g1, g2) (global), each followed by its sums when acc (|x|^2 too with in2). A row that is not one of
+ * the axis-0 part's fast rows reads ghost rows: after the halo. */
+static void lap2d_forward_rows(const laplacian *l, const char *x, char *y, int64_t g1, int64_t g2, fuse_acc *acc,
+                               int in2) {
+  const stencil *lo = l->parts[0], *d = l->dist;
+  const size_t es = rmaop_dtype_size(d->dtype);
+  const fast_range lf = fast_rows(lo), df = fast_rows(d);
+  const terms tl = interior_terms(lo, 1), td = interior_terms(d, 1);
+  for (int64_t g = g1; g < g2; ++g) {
+    const size_t at = (size_t)((g - d->off) * d->ninner) * es;
+    forward_block(lo, &tl, lf, (char *)x + at, y + at);
+    if (g >= df.flo && g < df.fhi)
+      flat_stencil(d->dtype, &td, x + at, y + at, d->ninner, 1);
+    else
+      forward_rows(d, d->dtype, (char *)x, y, g, g + 1);
+    if (acc)
+      fuse_sums(d->dtype, x + at, y + at, d->ninner, in2, acc);
+  }
+}
+
+/* Forward up to the halo's end: f's update of x (when f has one: the rows the halo sends first, the others just
+ * ahead of the rows that read them), the halo begun, the axis-0 part's fast rows. */
+static rmaop_status lap2d_forward_begin(laplacian *l, rmaop_vec x, rmaop_vec y, const rmaop__fuse *f, fuse_acc *acc,
+                                        int in2) {
+  const stencil *d = l->dist;
+  const fast_range df = fast_rows(d);
+  const int64_t E = d->hl > d->hr ? d->hl : d->hr, end = d->off + d->n;
+  const int64_t h = d->off + (E < d->n ? E : d->n), tl = end - E > h ? end - E : h;
+  fuse_update_rows(d, x->data, 0, f, d->off, h, acc);
+  fuse_update_rows(d, x->data, 0, f, tl, end, acc);
+  RMAOP_CHECK(rmaop_plan_begin(d->halo, x->data, d->ghost, RMAOP_INSERT));
+  int64_t next = h; /* rows [h, next) updated */
+  for (int64_t g = df.flo; g < df.fhi; ++g) {
+    const int64_t want = g + d->ir + 1 < tl ? g + d->ir + 1 : tl;
+    if (next < want)
+      fuse_update_rows(d, x->data, 0, f, next, want, acc), next = want;
+    lap2d_forward_rows(l, x->data, y->data, g, g + 1, acc, in2);
+  }
+  fuse_update_rows(d, x->data, 0, f, next, tl, acc);
+  return RMAOP_OK;
+}
+
+static rmaop_status lap2d_forward_end(laplacian *l, rmaop_vec x, rmaop_vec y, fuse_acc *acc, int in2) {
+  const stencil *d = l->dist;
+  const fast_range df = fast_rows(d);
+  RMAOP_CHECK(rmaop_plan_end(d->halo));
+  lap2d_forward_rows(l, x->data, y->data, d->off, df.flo, acc, in2);
+  lap2d_forward_rows(l, x->data, y->data, df.fhi, d->off + d->n, acc, in2);
+  return RMAOP_OK;
+}
+
+/* The local-axis part's whole adjoint on rows [g1, g2) (each row is one of its outer blocks). */
+static void lap2d_local_adjoint(const stencil *lo, const terms *t, const stencil *d, const char *y, char *x, int64_t g1,
+                                int64_t g2) {
+  const size_t es = rmaop_dtype_size(lo->dtype);
+  const fast_range f = fast_rows(lo);
+  int64_t jlo, jhi;
+  gather_rows(lo, f, &jlo, &jhi);
+  for (int64_t g = g1; g < g2; ++g) {
+    const size_t at = (size_t)((g - d->off) * d->ninner) * es;
+    adjoint_block_edges(lo, f, jlo, jhi, (char *)y + at, x + at);
+    adjoint_block_inner(lo, t, f, jlo, jhi, (char *)y + at, x + at);
+  }
+}
+
+/* Adjoint, up to the reverse halo's begin and the gather rows of the axis-0 part with their sums (acc): the
+ * local part on the other rows, the axis-0 part's scatters into them and into the ghost rows, the reverse halo
+ * begun, then each gather row's local part and axis-0 gather. */
+static rmaop_status lap2d_adjoint_begin(laplacian *l, rmaop_vec yv, rmaop_vec xv, const rmaop__fuse *f, fuse_acc *acc,
+                                        int in2) {
+  const stencil *lo = l->parts[0];
+  stencil *d = l->dist;
+  const size_t es = rmaop_dtype_size(d->dtype);
+  const fast_range df = fast_rows(d);
+  const terms tl = interior_terms(lo, -1), td = interior_terms(d, -1);
+  int64_t jlo, jhi, r[4];
+  gather_rows(d, df, &jlo, &jhi);
+  scatter_rows(d, df, r);
+  char *y = yv->data, *x = xv->data;
+  /* f's update of y: first the rows read outside the gather rows (as st_adjoint_fused), the others in the sweep */
+  fuse_update_rows(d, y, 0, f, d->off, r[1], acc);
+  fuse_update_rows(d, y, 0, f, r[2], d->off + d->n, acc);
+  lap2d_local_adjoint(lo, &tl, d, y, x, d->off, jlo);
+  lap2d_local_adjoint(lo, &tl, d, y, x, jhi, d->off + d->n);
+  memset(d->ghost, 0, (size_t)((d->hl + d->hr) * d->ninner) * es);
+  adjoint_block_edges(d, df, jlo, jhi, y, x);
+  RMAOP_CHECK(rmaop_plan_begin(d->halo_rev, d->ghost, x, RMAOP_ADD));
+  adjoint_rows(d, d->dtype, y, x, r[0], r[1], jlo, jhi);
+  adjoint_rows(d, d->dtype, y, x, r[2], r[3], jlo, jhi);
+  int64_t next = r[1]; /* rows [r[1], next) updated */
+  for (int64_t g = jlo; g < jhi; ++g) {
+    const int64_t want = g + d->il + 1 < r[2] ? g + d->il + 1 : r[2];
+    if (next < want)
+      fuse_update_rows(d, y, 0, f, next, want, acc), next = want;
+    const size_t at = (size_t)((g - d->off) * d->ninner) * es;
+    lap2d_local_adjoint(lo, &tl, d, y, x, g, g + 1);
+    flat_stencil(d->dtype, &td, y + at, x + at, d->ninner, 1);
+    if (acc)
+      fuse_sums(d->dtype, y + at, x + at, d->ninner, in2, acc);
+  }
+  fuse_update_rows(d, y, 0, f, next, r[2], acc);
+  return RMAOP_OK;
+}
+
+/* The reverse halo's end, then the sums of the rows it added into (acc). */
+static rmaop_status lap2d_adjoint_end(laplacian *l, rmaop_vec yv, rmaop_vec xv, fuse_acc *acc, int in2) {
+  stencil *d = l->dist;
+  RMAOP_CHECK(rmaop_plan_end(d->halo_rev));
+  if (acc) {
+    int64_t jlo, jhi;
+    gather_rows(d, fast_rows(d), &jlo, &jhi);
+    fuse_sum_rows(d, yv->data, xv->data, d->off, jlo, in2, acc);
+    fuse_sum_rows(d, yv->data, xv->data, jhi, d->off + d->n, in2, acc);
+  }
+  return RMAOP_OK;
+}
+
 static rmaop_status lap_apply_begin(rmaop_op A, rmaop_vec x, rmaop_vec y) {
   laplacian *l = A->impl;
+  if (l->host2d) {
+    l->in = x, l->out = y;
+    return lap2d_forward_begin(l, x, y, NULL, NULL, 0);
+  }
   if (!l->one_pass) {
     for (int i = 0; i < l->n; ++i)
       RMAOP_CHECK(st_forward_begin(l->parts[i], x, y));
@@ -738,6 +884,8 @@ static rmaop_status lap_apply_begin(rmaop_op A, rmaop_vec x, rmaop_vec y) {
 }
 static rmaop_status lap_apply_end(rmaop_op A) {
   laplacian *l = A->impl;
+  if (l->host2d)
+    return lap2d_forward_end(l, l->in, l->out, NULL, 0);
   if (!l->one_pass) {
     for (int i = 0; i < l->n; ++i)
       RMAOP_CHECK(st_forward_end(l->parts[i]));
@@ -752,6 +900,10 @@ static rmaop_status lap_apply_end(rmaop_op A) {
 }
 static rmaop_status lap_adjoint_begin(rmaop_op A, rmaop_vec y, rmaop_vec x) {
   laplacian *l = A->impl;
+  if (l->host2d) {
+    l->in = y, l->out = x;
+    return lap2d_adjoint_begin(l, y, x, NULL, NULL, 0);
+  }
   if (!l->one_pass) {
     for (int i = 0; i < l->n; ++i)
       RMAOP_CHECK(st_adjoint_begin(l->parts[i], y, x));
@@ -773,10 +925,10 @@ static void lap_destroy(rmaop_op A) {
   for (int i = 0; i < l->n; ++i) st_free(l->parts[i]);
   free(l);
 }
-/* Fused Laplacian. One part: that stencil's fused path. Several, forward: the update as its own pass, the
- * axis-0 halo begun first, the other parts in order, then the axis-0 part's interior and boundary rows with
- * the sums (it finishes every row last; for 2-D the additions of the unfused order). Several, adjoint: the
- * unfused adjoint, then one pass for the sums. */
+/* Fused Laplacian. One part: that stencil's fused path. A 2-D Laplacian (host2d): the row-by-row application with
+ * the update just ahead of the rows that read it and each row's sums. Otherwise the update as its own pass, then,
+ * forward: the axis-0 halo begun first, the other parts in order, then the axis-0 part's interior and boundary
+ * rows with the sums (it finishes every row last); adjoint: the unfused adjoint, then one pass for the sums. */
 static rmaop_status lap_apply_fused(rmaop_op A, int adjoint, rmaop_vec in, rmaop_vec out, const rmaop__fuse *f,
                                     double sums[RMAOP__NSUMS]) {
   laplacian *l = A->impl;
@@ -784,6 +936,17 @@ static rmaop_status lap_apply_fused(rmaop_op A, int adjoint, rmaop_vec in, rmaop
   if (l->n == 1) {
     stencil *s = l->parts[0];
     RMAOP_CHECK(adjoint ? st_adjoint_fused(s, in, out, f, &acc) : st_forward_fused(s, in, out, f, &acc, !f->u, 0));
+    fuse_total(&acc, sums);
+    return RMAOP_OK;
+  }
+  if (l->host2d) {
+    if (adjoint) {
+      RMAOP_CHECK(lap2d_adjoint_begin(l, in, out, f, &acc, !f->u));
+      RMAOP_CHECK(lap2d_adjoint_end(l, in, out, &acc, !f->u));
+    } else {
+      RMAOP_CHECK(lap2d_forward_begin(l, in, out, f, &acc, !f->u));
+      RMAOP_CHECK(lap2d_forward_end(l, in, out, &acc, !f->u));
+    }
     fuse_total(&acc, sums);
     return RMAOP_OK;
   }
@@ -866,6 +1029,8 @@ rmaop_status rmaop_op_create_laplacian(rmaop_ctx ctx, const rmaop_laplacian_spec
     for (int i = 1; i < l->n; ++i) l->parts[i]->accumulate = 1;
     l->one_pass = l->n > 1 && l->parts[0]->dev;
     lap_describe(l, rows, ctx->rank, inner);
+    const stencil *p0 = l->parts[0];
+    l->host2d = !p0->dev && l->n == 2 && l->dist == l->parts[1] && p0->ninner == 1 && p0->n == inner;
     st = rmaop__op_new_agreed(st, ctx, "laplacian", spec->dtype, elems, elems, &laplacian_ops, l, A);
     if (st == RMAOP_OK) (*A)->apply_fused = lap_apply_fused;
   }

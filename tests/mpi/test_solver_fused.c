@@ -89,7 +89,8 @@ static rmaop_op make_op(int i, rmaop_dtype d, char *what, size_t wn) {
                           .dtype = d};
     snprintf(what, wn, "first derivative 2-D along axis %d", s.axis);
     RT_OK(rmaop_op_create_first_derivative(ctx, &s, &A));
-  } else if (i < 15) { /* Laplacians: one part, 2-D (axis 0 last), 3-D (axis 0 between two local axes) */
+  } else if (i < 15) { /* Laplacians: one part, 2-D (axis 0 last; rows enough that the row-by-row host path
+                        * updates rows inside its sweep), 3-D (axis 0 between two local axes) */
     rmaop_laplacian_spec s = {.kind = RMAOP_DERIV_CENTERED3,
                               .edge = i == 13,
                               .dtype = d,
@@ -98,7 +99,7 @@ static rmaop_op make_op(int i, rmaop_dtype d, char *what, size_t wn) {
     if (i == 12)
       s.grid = (rmaop_grid){.ndim = 1, .dims = {17}, .local_rows = split_rows(17, 1)}, s.naxes = 1;
     else if (i == 13)
-      s.grid = (rmaop_grid){.ndim = 2, .dims = {8, 6}, .local_rows = split_rows(8, 1)}, s.naxes = 2, s.axes[0] = 0,
+      s.grid = (rmaop_grid){.ndim = 2, .dims = {20, 6}, .local_rows = split_rows(20, 1)}, s.naxes = 2, s.axes[0] = 0,
       s.axes[1] = 1;
     else
       s.grid = (rmaop_grid){.ndim = 3, .dims = {7, 4, 5}, .local_rows = split_rows(7, 1)}, s.naxes = 3, s.axes[0] = 0,
