@@ -20,9 +20,9 @@ static const rmaop__config_entry core_rows[] = {
     {"RMAOP_NODE_SIZE", "0", "ranks",
      "for testing and tuning: every k consecutive ranks of a node count as one node (0: the real nodes)"},
     {"RMAOP_SOLVER_SCALARS", "auto", "auto|host|device|graph|resident",
-     "where CG and CGLS keep their dots and step sizes on a device context (auto: host; graph: device, each "
-     "iteration replayed from two CUDA graphs; resident: the whole solve in one GPU kernel where supported, else "
-     "graph)"},
+     "where CG and CGLS keep their dots and step sizes on a device context (auto: resident where supported with a GPU "
+     "per rank on one node, else host; graph: device, each iteration replayed from two CUDA graphs; resident: the "
+     "whole solve in one GPU kernel where supported, else graph)"},
     {"RMAOP_RESIDENT_PROFILE", "0", "0|1",
      "for tuning: the GPU-resident solve stamps each phase of every iteration (block 0) and rank 0 prints the mean "
      "time per phase to stderr"},

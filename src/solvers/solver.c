@@ -174,9 +174,10 @@ rmaop_status rmaop_solve_cg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_so
   RMAOP_CHECK_GOTO(st, st, out);
   RMAOP_CHECK_GOTO(initial_residual(A, y, x, o, r), st, out);
   RMAOP_CHECK_GOTO(rmaop_vec_copy(r, c), st, out);
-  if (rmaop__resident_wanted(A, x, y)) { /* RMAOP_SOLVER_SCALARS=resident: src/solvers/solver_resident.c */
-    st = rmaop__solve_cg_resident(A, x, r, c, Ac, o, info);
-    goto out;
+  if (rmaop__resident_wanted(A, x, y)) { /* RMAOP_SOLVER_SCALARS=resident or auto: src/solvers/solver_resident.c */
+    int ran = 0;
+    st = rmaop__solve_cg_resident(A, x, r, c, Ac, o, info, &ran);
+    if (st != RMAOP_OK || ran) goto out;
   }
   if (device_scalars(A, x, y)) {
     st = rmaop__solve_cg_device(A, x, r, c, Ac, o, info);
@@ -236,10 +237,10 @@ rmaop_status rmaop_solve_cgls(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_
   if (o->x0 && damp2 != 0.0) RMAOP_CHECK_GOTO(rmaop_vec_axpy(r, -damp2, x), st, out);
   RMAOP_CHECK_GOTO(rmaop_vec_copy(r, c), st, out);
   RMAOP_CHECK_GOTO(rmaop_op_apply(A, c, q), st, out);
-  /* Not the default (auto = host): on one H100 shared by 2 ranks under MPS it was not faster (PERFORMANCE.md). */
-  if (rmaop__resident_wanted(A, x, y)) { /* RMAOP_SOLVER_SCALARS=resident: src/solvers/solver_resident.c */
-    st = rmaop__solve_cgls_resident(A, x, s, q, r, c, damp2, o, info);
-    goto out;
+  if (rmaop__resident_wanted(A, x, y)) { /* RMAOP_SOLVER_SCALARS=resident or auto: src/solvers/solver_resident.c */
+    int ran = 0;
+    st = rmaop__solve_cgls_resident(A, x, s, q, r, c, damp2, o, info, &ran);
+    if (st != RMAOP_OK || ran) goto out;
   }
   if (device_scalars(A, x, y)) {
     st = rmaop__solve_cgls_device(A, x, s, q, r, c, damp2, o, info);

@@ -21,8 +21,10 @@ enum { VIRTUAL_BLOCKS = 1056, VIRTUAL_THREADS = 256 }; /* rmaop__dev_dots' launc
 
 int rmaop__resident_wanted(rmaop_op A, rmaop_vec x, rmaop_vec y) {
   const rmaop_ctx ctx = A->ctx;
-  return RMAOP__ON_DEVICE(ctx) && ctx->solver_scalars == RMAOP__SCALARS_RESIDENT && rmaop__vec_device_dots_ok(x) &&
-         rmaop__vec_device_dots_ok(y);
+  if (!RMAOP__ON_DEVICE(ctx) || !rmaop__vec_device_dots_ok(x) || !rmaop__vec_device_dots_ok(y)) return 0;
+  if (ctx->solver_scalars == RMAOP__SCALARS_RESIDENT) return 1;
+  /* auto: one node, a GPU per rank (two ranks sharing a GPU were not faster: PERFORMANCE.md) */
+  return ctx->solver_scalars == RMAOP__SCALARS_AUTO && ctx->node_size == ctx->size && ctx->size <= rmaop__dev_count();
 }
 
 /* A derivative along axis 0 of float64 (its descriptor in *d). */
@@ -233,16 +235,22 @@ static rmaop_status run(rmaop_op A, rmaop_op D, rmaop_op diag, rmaop__res_args *
  * disagreement would leave the others waiting in the window's creation). */
 static rmaop_status eligible(rmaop_op A, rmaop_vec x, const rmaop_solver_options *o, int ok, int *all) {
   rmaop_ctx ctx = A->ctx;
-  ok = ok && o->callback == NULL && x->dtype == RMAOP_F64 && path_ok(ctx);
+  ok = ok && o->callback == NULL && x->dtype == RMAOP_F64 && path_ok(ctx) &&
+       rmaop__dev_resident_grid(ctx, 1, 1) > 0; /* the GPU launches cooperative kernels */
   *all = 0;
   return rmaop__allreduce_bounded(ctx, &ok, all, 1, MPI_INT, MPI_MIN, "resident solve eligibility");
 }
 
-/* RMAOP_SOLVER_SCALARS=graph for one call: the device-scalar loops, replayed from CUDA graphs where the path can
- * capture (solver_device.c falls back to eager device scalars where it cannot). */
-#define FALLBACK(ctx, call)                                                                                            \
+/* A solve the kernel cannot run: under RMAOP_SOLVER_SCALARS=auto none here (*ran = 0: the caller's host-scalar loop
+ * runs it); under resident the device-scalar loops, replayed from CUDA graphs where the path can capture
+ * (solver_device.c falls back to eager device scalars where it cannot). */
+#define FALLBACK(ctx, ran, call)                                                                                       \
   do {                                                                                                                 \
     const int saved_ = (ctx)->solver_scalars;                                                                          \
+    if (saved_ == RMAOP__SCALARS_AUTO) {                                                                               \
+      *(ran) = 0;                                                                                                      \
+      return RMAOP_OK;                                                                                                 \
+    }                                                                                                                  \
     (ctx)->solver_scalars = RMAOP__SCALARS_GRAPH;                                                                      \
     const rmaop_status st_ = (call);                                                                                   \
     (ctx)->solver_scalars = saved_;                                                                                    \
@@ -250,7 +258,7 @@ static rmaop_status eligible(rmaop_op A, rmaop_vec x, const rmaop_solver_options
   } while (0)
 
 rmaop_status rmaop__solve_cg_resident(rmaop_op A, rmaop_vec x, rmaop_vec r, rmaop_vec c, rmaop_vec Ac,
-                                      const rmaop_solver_options *o, rmaop_solver_info *info) {
+                                      const rmaop_solver_options *o, rmaop_solver_info *info, int *ran) {
   static const char fn[] = "rmaop_solve_cg (resident)";
   rmaop_op D = NULL, diag = NULL;
   int diag_first = 0;
@@ -260,7 +268,8 @@ rmaop_status rmaop__solve_cg_resident(rmaop_op A, rmaop_vec x, rmaop_vec r, rmao
   ok = ok && is_stencil(D, &sd) && x->local_n == sd.n * sd.ninner;
   int go = 0;
   RMAOP_CHECK(eligible(A, x, o, ok, &go));
-  if (!go) FALLBACK(A->ctx, rmaop__solve_cg_device(A, x, r, c, Ac, o, info));
+  *ran = 1;
+  if (!go) FALLBACK(A->ctx, ran, rmaop__solve_cg_device(A, x, r, c, Ac, o, info));
   rmaop_status st = rmaop__agree(A->ctx, rmaop__calloc(A->ctx, 1, sizeof *a, "resident solve", (void **)&a), fn);
   if (st != RMAOP_OK) return st;
   a->cg = 1, a->niter = o->niter, a->tol = o->tol, a->sd = sd, a->diag_first = diag_first;
@@ -271,14 +280,16 @@ rmaop_status rmaop__solve_cg_resident(rmaop_op A, rmaop_vec x, rmaop_vec r, rmao
 }
 
 rmaop_status rmaop__solve_cgls_resident(rmaop_op A, rmaop_vec x, rmaop_vec s, rmaop_vec q, rmaop_vec r, rmaop_vec c,
-                                        double damp2, const rmaop_solver_options *o, rmaop_solver_info *info) {
+                                        double damp2, const rmaop_solver_options *o, rmaop_solver_info *info,
+                                        int *ran) {
   static const char fn[] = "rmaop_solve_cgls (resident)";
   rmaop__res_args *a = NULL;
   rmaop__stencil_desc sd;
   const int ok = is_stencil(A, &sd) && x->local_n == sd.n * sd.ninner && s->local_n == x->local_n;
   int go = 0;
   RMAOP_CHECK(eligible(A, x, o, ok, &go));
-  if (!go) FALLBACK(A->ctx, rmaop__solve_cgls_device(A, x, s, q, r, c, damp2, o, info));
+  *ran = 1;
+  if (!go) FALLBACK(A->ctx, ran, rmaop__solve_cgls_device(A, x, s, q, r, c, damp2, o, info));
   rmaop_status st = rmaop__agree(A->ctx, rmaop__calloc(A->ctx, 1, sizeof *a, "resident solve", (void **)&a), fn);
   if (st != RMAOP_OK) return st;
   a->cg = 0, a->niter = o->niter, a->tol = o->tol, a->damp2 = damp2, a->sd = sd;
