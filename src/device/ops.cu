@@ -128,6 +128,24 @@ __global__ void k_forward(rmaop__stencil_desc d, const T *x, const T *ghost, T *
   }
 }
 
+/* The adjoint's rule for a row j outside the gather rows: s plus the contributions of the local rows g within 2
+ * of j, the edge rows' first, then the interior rows', each by ascending g. y0: the input at the part's row d.off
+ * (row g at y0[(g - d.off) * ninner]; only local rows are read). */
+template <typename T>
+__device__ __forceinline__ T scatter_into(const rmaop__stencil_desc &d, T s, const T *y0, int64_t j) {
+  typedef ar<T> A;
+  typedef typename A::R R;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int64_t g = j - 2; g <= j + 2; ++g) {
+      if (!is_local(d, g) || (g >= d.flo && g < d.fhi) != (pass == 1)) continue;
+      double c[RMAOP__NK];
+      rmaop__stencil_coef(&d.cs, g, c);
+      const double ck = c[j - g + 2];
+      if (ck != 0.0) s = A::add(s, A::mulr((R)ck, y0[(g - d.off) * d.ninner]));
+    }
+  return s;
+}
+
 /* Adjoint in gather form: one thread per element of x's local rows (ghost = 0) or of the ghost rows
  * (ghost = 1, written to out, nouter = 1). */
 template <typename T>
@@ -155,16 +173,7 @@ __global__ void k_adjoint(rmaop__stencil_desc d, const T *y, T *out, int ghost, 
       continue;
     }
     /* host: zeroed (or kept), then the edge rows' scatter, then the interior rows', each by ascending row */
-    T s = !ghost && d.accumulate ? *xp : A::zero();
-    for (int pass = 0; pass < 2; ++pass)
-      for (int64_t g = j - 2; g <= j + 2; ++g) {
-        if (!is_local(d, g) || (g >= d.flo && g < d.fhi) != (pass == 1)) continue;
-        double c[RMAOP__NK];
-        rmaop__stencil_coef(&d.cs, g, c);
-        const double ck = c[j - g + 2];
-        if (ck != 0.0) s = A::add(s, A::mulr((R)ck, y[(o * d.n + (g - d.off)) * d.ninner + i]));
-      }
-    *xp = s;
+    *xp = scatter_into(d, !ghost && d.accumulate ? *xp : A::zero(), y + o * d.n * d.ninner + i, j);
   }
 }
 
@@ -259,19 +268,7 @@ __device__ __noinline__ T edge_forward(const rmaop__stencil_desc &d, T v, const 
 /* k_adjoint's rule for local rows outside [jlo, jhi) at row j of the part's axis (element ye of y). */
 template <typename T>
 __device__ __noinline__ T edge_adjoint(const rmaop__stencil_desc &d, T v, const T *ye, int64_t j) {
-  typedef ar<T> A;
-  typedef typename A::R R;
-  const int64_t st = d.ninner;
-  T s = d.accumulate ? v : A::zero();
-  for (int pass = 0; pass < 2; ++pass)
-    for (int64_t g = j - 2; g <= j + 2; ++g) {
-      if (!is_local(d, g) || (g >= d.flo && g < d.fhi) != (pass == 1)) continue;
-      double c[RMAOP__NK];
-      rmaop__stencil_coef(&d.cs, g, c);
-      const double ck = c[j - g + 2];
-      if (ck != 0.0) s = A::add(s, A::mulr((R)ck, ye[(g - j) * st]));
-    }
-  return s;
+  return scatter_into(d, d.accumulate ? v : ar<T>::zero(), ye - (j - d.off) * d.ninner, j);
 }
 
 /* One part's value at row g of its axis (element e of the input), v the output so far: the forward or adjoint
