@@ -492,15 +492,12 @@ static void fuse_sum_rows(const stencil *s, const char *x, const char *y, int64_
   fuse_sums(s->dtype, x + (size_t)off * es, y + (size_t)off * es, (b - a) * s->ninner, in2, acc);
 }
 
-/* Fused forward of one stencil: (f->u) in <- alpha u + beta in, out (=|+=) D in, and with acc the sums of
- * every output row (|in|^2 too with `in2`; the update adds it otherwise). A distributed stencil first updates
- * the rows its neighbours read, begins the halo (unless `halo_begun`), streams the rest with the interior
- * rows, ends the halo and computes the boundary rows. acc NULL: no sums (a Laplacian's part before the last). */
+/* Fused forward of one stencil: (f->u) in <- alpha u + beta in, out (=|+=) D in, and the sums of every output
+ * row (|in|^2 too with `in2`; the update adds it otherwise). A distributed stencil first updates the rows its
+ * neighbours read, begins the halo, streams the rest with the interior rows, ends the halo and computes the
+ * boundary rows. */
 static rmaop_status st_forward_fused(stencil *s, rmaop_vec in, rmaop_vec out, const rmaop__fuse *f, fuse_acc *acc,
-                                     int in2, int halo_begun) {
-  fuse_acc scratch = {0};
-  const int want = acc != NULL;
-  if (!acc) acc = &scratch, in2 = 0; /* the kernels add to it; nothing reads it */
+                                     int in2) {
   const size_t es = rmaop_dtype_size(s->dtype);
   const int64_t w = s->ninner, blk = s->n * w;
   const fast_range fr = fast_rows(s);
@@ -516,16 +513,15 @@ static rmaop_status st_forward_fused(stencil *s, rmaop_vec in, rmaop_vec out, co
     }
     fuse_update_rows(s, x, o * blk, f, s->off, h, acc);
     fuse_update_rows(s, x, o * blk, f, tl, s->off + s->n, acc);
-    if (s->distributed && !halo_begun) RMAOP_CHECK(rmaop_plan_begin(s->halo, in->data, s->ghost, RMAOP_INSERT));
+    if (s->distributed)
+      RMAOP_CHECK(rmaop_plan_begin(s->halo, in->data, s->ghost, RMAOP_INSERT));
     fuse_stream(s, &t, x, y, o * blk, f, (h - s->off) * w, (tl - s->off) * w, (fr.flo - s->off) * w,
                 (fr.fhi - s->off) * w, (int64_t)s->ir * w, in2, acc);
     if (!s->distributed) { /* the edge rows of the axis, all inputs updated */
       forward_rows(s, s->dtype, x, y, s->off, fr.flo);
       forward_rows(s, s->dtype, x, y, fr.fhi, s->off + s->n);
-      if (want) {
-        fuse_sum_rows(s, x, y, s->off, fr.flo, in2, acc);
-        fuse_sum_rows(s, x, y, fr.fhi, s->off + s->n, in2, acc);
-      }
+      fuse_sum_rows(s, x, y, s->off, fr.flo, in2, acc);
+      fuse_sum_rows(s, x, y, fr.fhi, s->off + s->n, in2, acc);
     }
   }
   if (!s->distributed) return RMAOP_OK;
@@ -533,10 +529,8 @@ static rmaop_status st_forward_fused(stencil *s, rmaop_vec in, rmaop_vec out, co
   char *x = in->data, *y = out->data;
   forward_rows(s, s->dtype, x, y, s->off, fr.flo);
   forward_rows(s, s->dtype, x, y, fr.fhi, s->off + s->n);
-  if (want) {
-    fuse_sum_rows(s, x, y, s->off, fr.flo, in2, acc);
-    fuse_sum_rows(s, x, y, fr.fhi, s->off + s->n, in2, acc);
-  }
+  fuse_sum_rows(s, x, y, s->off, fr.flo, in2, acc);
+  fuse_sum_rows(s, x, y, fr.fhi, s->off + s->n, in2, acc);
   return RMAOP_OK;
 }
 
@@ -588,7 +582,7 @@ static rmaop_status stencil_apply_fused(rmaop_op A, int adjoint, rmaop_vec in, r
                                         double sums[RMAOP__NSUMS]) {
   stencil *s = A->impl;
   fuse_acc acc = {.want = f->want};
-  RMAOP_CHECK(adjoint ? st_adjoint_fused(s, in, out, f, &acc) : st_forward_fused(s, in, out, f, &acc, !f->u, 0));
+  RMAOP_CHECK(adjoint ? st_adjoint_fused(s, in, out, f, &acc) : st_forward_fused(s, in, out, f, &acc, !f->u));
   fuse_total(&acc, sums);
   return RMAOP_OK;
 }
@@ -715,16 +709,15 @@ rmaop_status rmaop_op_create_second_derivative(rmaop_ctx ctx, const rmaop_deriv_
 /* ---- Laplacian: weighted second derivatives fused into one output ---- */
 
 /* parts[0] overwrites the output and runs whole in begin (a local axis when there is one), the others
- * add into it; the axis-0 part's halo is in flight while the local axes compute. On the host one pass per
- * axis instead of a sum of scaled operators' temporaries and extra passes, except a 2-D Laplacian, which goes
- * row by row with both parts of a row together (host2d, below). On device memory, with more than
+ * add into it; the axis-0 part's halo is in flight while the local axes compute. On the host, with more than
+ * one part, row by row of axis 0 with every part of a row together (host_rows, below). On device memory, with more than
  * one part, one kernel computes every part of an element (rmaop__dev_laplacian_*): the rows whose axis-0
  * stencil reads no ghost row in begin, the others in end; the same sums in the same order as part by part. */
 typedef struct {
   int n;
   stencil *parts[RMAOP_MAX_DIMS];
   int one_pass;        /* device memory and n > 1 */
-  int host2d;          /* host memory, a 2-D Laplacian: parts[0] along axis 1, parts[1] along axis 0 */
+  int host_rows;       /* host memory and n > 1: row by row of axis 0 (below) */
   rmaop__lap_desc dev; /* the parts as the one-pass kernels see them */
   stencil *dist;       /* the axis-0 part, NULL if none */
   rmaop_vec in, out;   /* one pass: the pending forward's vectors */
@@ -742,117 +735,183 @@ static void lap_describe(laplacian *l, rmaop_layout rows, int rank, int64_t inne
   }
 }
 
-/* ---- host, 2-D: the two parts row by row, so that x's rows are read from cache by the second part and y's rows
- * are written once. Per element the part-by-part path's operations in its order: the row's local-axis stencil
- * (overwrite), then its axis-0 stencil (add). ---- */
+/* ---- host: row by row of axis 0, every part of a row together, so that x's rows are read from cache by the
+ * later parts and y's rows are written once. Per element the part-by-part path's operations in its order: the
+ * parts in list order, except that a row whose axis-0 stencil reads ghost rows gets that part last (forward: after
+ * the halo) and that, in the adjoint, rows outside the axis-0 part's gather rows get its scatters between the
+ * parts before it and those after it. ---- */
 
-/* Forward rows [g1, g2) (global), each followed by its sums when acc (|x|^2 too with in2). A row that is not one of
- * the axis-0 part's fast rows reads ghost rows: after the halo. */
-static void lap2d_forward_rows(const laplacian *l, const char *x, char *y, int64_t g1, int64_t g2, fuse_acc *acc,
-                               int in2) {
-  const stencil *lo = l->parts[0], *d = l->dist;
-  const size_t es = rmaop_dtype_size(d->dtype);
-  const fast_range lf = fast_rows(lo), df = fast_rows(d);
-  const terms tl = interior_terms(lo, 1), td = interior_terms(d, 1);
+/* Parts [p0, p1) of the list, the axis-0 part left out, on row g (each part's outer blocks within the row). */
+static void row_local_forward(const laplacian *l, int p0, int p1, const char *x, char *y, int64_t g) {
+  for (int p = p0; p < p1; ++p) {
+    const stencil *s = l->parts[p];
+    if (s == l->dist)
+      continue;
+    const size_t es = rmaop_dtype_size(s->dtype), blk = (size_t)(s->n * s->ninner) * es;
+    const int64_t per = s->nouter / l->dev.rows; /* the part's outer blocks in one row of axis 0 */
+    const fast_range f = fast_rows(s);
+    const terms t = interior_terms(s, 1);
+    for (int64_t o = (g - l->dev.off) * per; o < (g - l->dev.off + 1) * per; ++o)
+      forward_block(s, &t, f, (char *)x + (size_t)o * blk, y + (size_t)o * blk);
+  }
+}
+
+static void row_local_adjoint(const laplacian *l, int p0, int p1, const char *y, char *x, int64_t g) {
+  for (int p = p0; p < p1; ++p) {
+    const stencil *s = l->parts[p];
+    if (s == l->dist)
+      continue;
+    const size_t es = rmaop_dtype_size(s->dtype), blk = (size_t)(s->n * s->ninner) * es;
+    const int64_t per = s->nouter / l->dev.rows;
+    const fast_range f = fast_rows(s);
+    const terms t = interior_terms(s, -1);
+    int64_t jlo, jhi;
+    gather_rows(s, f, &jlo, &jhi);
+    for (int64_t o = (g - l->dev.off) * per; o < (g - l->dev.off + 1) * per; ++o) {
+      adjoint_block_edges(s, f, jlo, jhi, (char *)y + (size_t)o * blk, x + (size_t)o * blk);
+      adjoint_block_inner(s, &t, f, jlo, jhi, (char *)y + (size_t)o * blk, x + (size_t)o * blk);
+    }
+  }
+}
+
+/* The axis-0 part's position in the list (n: none). */
+static int dist_at(const laplacian *l) {
+  for (int p = 0; p < l->n; ++p)
+    if (l->parts[p] == l->dist)
+      return p;
+  return l->n;
+}
+
+/* f's update of rows [a, b) of axis 0 of v (the whole local array), when f has one. */
+static void update_rows(const laplacian *l, char *v, const rmaop__fuse *f, int64_t a, int64_t b, fuse_acc *acc) {
+  if (!f || !f->u || a >= b)
+    return;
+  const size_t es = rmaop_dtype_size(l->parts[0]->dtype);
+  const int64_t at = (a - l->dev.off) * l->dev.inner;
+  fuse_update(l->parts[0]->dtype, v + (size_t)at * es, f, at, (b - a) * l->dev.inner, acc);
+}
+
+/* Forward rows [g1, g2) (global), each followed by its sums when acc (|x|^2 too with in2). */
+static void lap_forward_rows(const laplacian *l, const char *x, char *y, int64_t g1, int64_t g2, fuse_acc *acc,
+                             int in2) {
+  const stencil *d = l->dist;
+  const int dp = dist_at(l);
+  const size_t es = rmaop_dtype_size(l->parts[0]->dtype);
+  const int64_t inner = l->dev.inner;
   for (int64_t g = g1; g < g2; ++g) {
-    const size_t at = (size_t)((g - d->off) * d->ninner) * es;
-    forward_block(lo, &tl, lf, (char *)x + at, y + at);
-    if (g >= df.flo && g < df.fhi)
-      flat_stencil(d->dtype, &td, x + at, y + at, d->ninner, 1);
-    else
-      forward_rows(d, d->dtype, (char *)x, y, g, g + 1);
+    const size_t at = (size_t)((g - l->dev.off) * inner) * es;
+    if (!d) {
+      row_local_forward(l, 0, l->n, x, y, g);
+    } else {
+      const fast_range df = fast_rows(d);
+      if (g >= df.flo && g < df.fhi) { /* in order: all its taps are local rows */
+        const terms td = interior_terms(d, 1);
+        row_local_forward(l, 0, dp, x, y, g);
+        flat_stencil(d->dtype, &td, x + at, y + at, inner, 1);
+        row_local_forward(l, dp + 1, l->n, x, y, g);
+      } else { /* last, with the ghost rows */
+        row_local_forward(l, 0, l->n, x, y, g);
+        forward_rows(d, d->dtype, (char *)x, y, g, g + 1);
+      }
+    }
     if (acc)
-      fuse_sums(d->dtype, x + at, y + at, d->ninner, in2, acc);
+      fuse_sums(l->parts[0]->dtype, x + at, y + at, inner, in2, acc);
   }
 }
 
 /* Forward up to the halo's end: f's update of x (when f has one: the rows the halo sends first, the others just
- * ahead of the rows that read them), the halo begun, the axis-0 part's fast rows. */
-static rmaop_status lap2d_forward_begin(laplacian *l, rmaop_vec x, rmaop_vec y, const rmaop__fuse *f, fuse_acc *acc,
-                                        int in2) {
+ * ahead of the rows that read them), the halo begun, the rows that need no ghost row. */
+static rmaop_status lap_forward_begin(laplacian *l, rmaop_vec x, rmaop_vec y, const rmaop__fuse *f, fuse_acc *acc,
+                                      int in2) {
   const stencil *d = l->dist;
-  const fast_range df = fast_rows(d);
-  const int64_t E = d->hl > d->hr ? d->hl : d->hr, end = d->off + d->n;
-  const int64_t h = d->off + (E < d->n ? E : d->n), tl = end - E > h ? end - E : h;
-  fuse_update_rows(d, x->data, 0, f, d->off, h, acc);
-  fuse_update_rows(d, x->data, 0, f, tl, end, acc);
-  RMAOP_CHECK(rmaop_plan_begin(d->halo, x->data, d->ghost, RMAOP_INSERT));
+  const int64_t off = l->dev.off, end = off + l->dev.rows;
+  const int64_t E = d ? (d->hl > d->hr ? d->hl : d->hr) : 0, reach = d ? d->ir : 0;
+  const int64_t h = off + (E < l->dev.rows ? E : l->dev.rows), tl = end - E > h ? end - E : h;
+  update_rows(l, x->data, f, off, h, acc);
+  update_rows(l, x->data, f, tl, end, acc);
+  if (d)
+    RMAOP_CHECK(rmaop_plan_begin(d->halo, x->data, d->ghost, RMAOP_INSERT));
+  const fast_range df = d ? fast_rows(d) : (fast_range){off, end};
   int64_t next = h; /* rows [h, next) updated */
   for (int64_t g = df.flo; g < df.fhi; ++g) {
-    const int64_t want = g + d->ir + 1 < tl ? g + d->ir + 1 : tl;
+    const int64_t want = g + reach + 1 < tl ? g + reach + 1 : tl;
     if (next < want)
-      fuse_update_rows(d, x->data, 0, f, next, want, acc), next = want;
-    lap2d_forward_rows(l, x->data, y->data, g, g + 1, acc, in2);
+      update_rows(l, x->data, f, next, want, acc), next = want;
+    lap_forward_rows(l, x->data, y->data, g, g + 1, acc, in2);
   }
-  fuse_update_rows(d, x->data, 0, f, next, tl, acc);
+  update_rows(l, x->data, f, next, tl, acc);
   return RMAOP_OK;
 }
 
-static rmaop_status lap2d_forward_end(laplacian *l, rmaop_vec x, rmaop_vec y, fuse_acc *acc, int in2) {
+/* Forward: the halo's end, then the rows next to rank boundaries and global edges. */
+static rmaop_status lap_forward_end(laplacian *l, rmaop_vec x, rmaop_vec y, fuse_acc *acc, int in2) {
   const stencil *d = l->dist;
+  if (!d)
+    return RMAOP_OK;
   const fast_range df = fast_rows(d);
   RMAOP_CHECK(rmaop_plan_end(d->halo));
-  lap2d_forward_rows(l, x->data, y->data, d->off, df.flo, acc, in2);
-  lap2d_forward_rows(l, x->data, y->data, df.fhi, d->off + d->n, acc, in2);
+  lap_forward_rows(l, x->data, y->data, l->dev.off, df.flo, acc, in2);
+  lap_forward_rows(l, x->data, y->data, df.fhi, l->dev.off + l->dev.rows, acc, in2);
   return RMAOP_OK;
 }
 
-/* The local-axis part's whole adjoint on rows [g1, g2) (each row is one of its outer blocks). */
-static void lap2d_local_adjoint(const stencil *lo, const terms *t, const stencil *d, const char *y, char *x, int64_t g1,
-                                int64_t g2) {
-  const size_t es = rmaop_dtype_size(lo->dtype);
-  const fast_range f = fast_rows(lo);
-  int64_t jlo, jhi;
-  gather_rows(lo, f, &jlo, &jhi);
-  for (int64_t g = g1; g < g2; ++g) {
-    const size_t at = (size_t)((g - d->off) * d->ninner) * es;
-    adjoint_block_edges(lo, f, jlo, jhi, (char *)y + at, x + at);
-    adjoint_block_inner(lo, t, f, jlo, jhi, (char *)y + at, x + at);
-  }
-}
-
-/* Adjoint, up to the reverse halo's begin and the gather rows of the axis-0 part with their sums (acc): the
- * local part on the other rows, the axis-0 part's scatters into them and into the ghost rows, the reverse halo
- * begun, then each gather row's local part and axis-0 gather. */
-static rmaop_status lap2d_adjoint_begin(laplacian *l, rmaop_vec yv, rmaop_vec xv, const rmaop__fuse *f, fuse_acc *acc,
-                                        int in2) {
-  const stencil *lo = l->parts[0];
+/* Adjoint up to the reverse halo's begin and the axis-0 part's gather rows with their sums (acc): on the other rows
+ * the parts before the axis-0 part, its scatters (into them and into the ghost rows), the reverse halo begun, the
+ * parts after it; then each gather row's parts in order. f's update of y first on the rows read outside the gather
+ * rows (as st_adjoint_fused), the others just ahead of the rows that read them. */
+static rmaop_status lap_adjoint_begin_rows(laplacian *l, rmaop_vec yv, rmaop_vec xv, const rmaop__fuse *f,
+                                           fuse_acc *acc, int in2) {
   stencil *d = l->dist;
-  const size_t es = rmaop_dtype_size(d->dtype);
-  const fast_range df = fast_rows(d);
-  const terms tl = interior_terms(lo, -1), td = interior_terms(d, -1);
-  int64_t jlo, jhi, r[4];
-  gather_rows(d, df, &jlo, &jhi);
-  scatter_rows(d, df, r);
+  const int dp = dist_at(l);
+  const size_t es = rmaop_dtype_size(l->parts[0]->dtype);
+  const int64_t off = l->dev.off, end = off + l->dev.rows, inner = l->dev.inner;
   char *y = yv->data, *x = xv->data;
-  /* f's update of y: first the rows read outside the gather rows (as st_adjoint_fused), the others in the sweep */
-  fuse_update_rows(d, y, 0, f, d->off, r[1], acc);
-  fuse_update_rows(d, y, 0, f, r[2], d->off + d->n, acc);
-  lap2d_local_adjoint(lo, &tl, d, y, x, d->off, jlo);
-  lap2d_local_adjoint(lo, &tl, d, y, x, jhi, d->off + d->n);
-  memset(d->ghost, 0, (size_t)((d->hl + d->hr) * d->ninner) * es);
-  adjoint_block_edges(d, df, jlo, jhi, y, x);
-  RMAOP_CHECK(rmaop_plan_begin(d->halo_rev, d->ghost, x, RMAOP_ADD));
-  adjoint_rows(d, d->dtype, y, x, r[0], r[1], jlo, jhi);
-  adjoint_rows(d, d->dtype, y, x, r[2], r[3], jlo, jhi);
+  int64_t jlo = off, jhi = end, r[4] = {off, off, end, end}, reach = 0;
+  fast_range df = {off, end};
+  if (d) {
+    df = fast_rows(d);
+    gather_rows(d, df, &jlo, &jhi);
+    scatter_rows(d, df, r);
+    reach = d->il;
+  }
+  update_rows(l, y, f, off, r[1], acc);
+  update_rows(l, y, f, r[2], end, acc);
+  if (d) {
+    for (int64_t g = off; g < end; g = g + 1 == jlo ? jhi : g + 1)
+      if (g < jlo || g >= jhi)
+        row_local_adjoint(l, 0, dp, y, x, g);
+    memset(d->ghost, 0, (size_t)((d->hl + d->hr) * inner) * es);
+    adjoint_block_edges(d, df, jlo, jhi, y, x);
+    RMAOP_CHECK(rmaop_plan_begin(d->halo_rev, d->ghost, x, RMAOP_ADD));
+    adjoint_rows(d, d->dtype, y, x, r[0], r[1], jlo, jhi);
+    adjoint_rows(d, d->dtype, y, x, r[2], r[3], jlo, jhi);
+    for (int64_t g = off; g < end; g = g + 1 == jlo ? jhi : g + 1)
+      if (g < jlo || g >= jhi)
+        row_local_adjoint(l, dp + 1, l->n, y, x, g);
+  }
+  const terms td = d ? interior_terms(d, -1) : (terms){0};
   int64_t next = r[1]; /* rows [r[1], next) updated */
   for (int64_t g = jlo; g < jhi; ++g) {
-    const int64_t want = g + d->il + 1 < r[2] ? g + d->il + 1 : r[2];
+    const int64_t want = g + reach + 1 < r[2] ? g + reach + 1 : r[2];
     if (next < want)
-      fuse_update_rows(d, y, 0, f, next, want, acc), next = want;
-    const size_t at = (size_t)((g - d->off) * d->ninner) * es;
-    lap2d_local_adjoint(lo, &tl, d, y, x, g, g + 1);
-    flat_stencil(d->dtype, &td, y + at, x + at, d->ninner, 1);
+      update_rows(l, y, f, next, want, acc), next = want;
+    const size_t at = (size_t)((g - off) * inner) * es;
+    row_local_adjoint(l, 0, dp, y, x, g);
+    if (d)
+      flat_stencil(d->dtype, &td, y + at, x + at, inner, 1);
+    row_local_adjoint(l, dp + 1, l->n, y, x, g);
     if (acc)
-      fuse_sums(d->dtype, y + at, x + at, d->ninner, in2, acc);
+      fuse_sums(l->parts[0]->dtype, y + at, x + at, inner, in2, acc);
   }
-  fuse_update_rows(d, y, 0, f, next, r[2], acc);
+  update_rows(l, y, f, next, r[2], acc);
   return RMAOP_OK;
 }
 
-/* The reverse halo's end, then the sums of the rows it added into (acc). */
-static rmaop_status lap2d_adjoint_end(laplacian *l, rmaop_vec yv, rmaop_vec xv, fuse_acc *acc, int in2) {
+/* The reverse halo's end, then the sums of the rows outside the gather rows (acc). */
+static rmaop_status lap_adjoint_end_rows(laplacian *l, rmaop_vec yv, rmaop_vec xv, fuse_acc *acc, int in2) {
   stencil *d = l->dist;
+  if (!d)
+    return RMAOP_OK;
   RMAOP_CHECK(rmaop_plan_end(d->halo_rev));
   if (acc) {
     int64_t jlo, jhi;
@@ -865,9 +924,9 @@ static rmaop_status lap2d_adjoint_end(laplacian *l, rmaop_vec yv, rmaop_vec xv, 
 
 static rmaop_status lap_apply_begin(rmaop_op A, rmaop_vec x, rmaop_vec y) {
   laplacian *l = A->impl;
-  if (l->host2d) {
+  if (l->host_rows) {
     l->in = x, l->out = y;
-    return lap2d_forward_begin(l, x, y, NULL, NULL, 0);
+    return lap_forward_begin(l, x, y, NULL, NULL, 0);
   }
   if (!l->one_pass) {
     for (int i = 0; i < l->n; ++i)
@@ -884,8 +943,8 @@ static rmaop_status lap_apply_begin(rmaop_op A, rmaop_vec x, rmaop_vec y) {
 }
 static rmaop_status lap_apply_end(rmaop_op A) {
   laplacian *l = A->impl;
-  if (l->host2d)
-    return lap2d_forward_end(l, l->in, l->out, NULL, 0);
+  if (l->host_rows)
+    return lap_forward_end(l, l->in, l->out, NULL, 0);
   if (!l->one_pass) {
     for (int i = 0; i < l->n; ++i)
       RMAOP_CHECK(st_forward_end(l->parts[i]));
@@ -900,9 +959,9 @@ static rmaop_status lap_apply_end(rmaop_op A) {
 }
 static rmaop_status lap_adjoint_begin(rmaop_op A, rmaop_vec y, rmaop_vec x) {
   laplacian *l = A->impl;
-  if (l->host2d) {
+  if (l->host_rows) {
     l->in = y, l->out = x;
-    return lap2d_adjoint_begin(l, y, x, NULL, NULL, 0);
+    return lap_adjoint_begin_rows(l, y, x, NULL, NULL, 0);
   }
   if (!l->one_pass) {
     for (int i = 0; i < l->n; ++i)
@@ -917,6 +976,8 @@ static rmaop_status lap_adjoint_begin(rmaop_op A, rmaop_vec y, rmaop_vec x) {
 }
 static rmaop_status lap_adjoint_end(rmaop_op A) {
   laplacian *l = A->impl;
+  if (l->host_rows)
+    return lap_adjoint_end_rows(l, l->in, l->out, NULL, 0);
   for (int i = 0; i < l->n; ++i) RMAOP_CHECK(st_adjoint_end(l->parts[i]));
   return RMAOP_OK;
 }
@@ -925,52 +986,22 @@ static void lap_destroy(rmaop_op A) {
   for (int i = 0; i < l->n; ++i) st_free(l->parts[i]);
   free(l);
 }
-/* Fused Laplacian. One part: that stencil's fused path. A 2-D Laplacian (host2d): the row-by-row application with
- * the update just ahead of the rows that read it and each row's sums. Otherwise the update as its own pass, then,
- * forward: the axis-0 halo begun first, the other parts in order, then the axis-0 part's interior and boundary
- * rows with the sums (it finishes every row last); adjoint: the unfused adjoint, then one pass for the sums. */
+/* Fused Laplacian (host memory). One part: that stencil's fused path. Several: row by row (lap_forward_begin,
+ * lap_adjoint_begin_rows), the update just ahead of the rows that read it, each row summed once final. */
 static rmaop_status lap_apply_fused(rmaop_op A, int adjoint, rmaop_vec in, rmaop_vec out, const rmaop__fuse *f,
                                     double sums[RMAOP__NSUMS]) {
   laplacian *l = A->impl;
   fuse_acc acc = {.want = f->want};
   if (l->n == 1) {
     stencil *s = l->parts[0];
-    RMAOP_CHECK(adjoint ? st_adjoint_fused(s, in, out, f, &acc) : st_forward_fused(s, in, out, f, &acc, !f->u, 0));
-    fuse_total(&acc, sums);
-    return RMAOP_OK;
+    RMAOP_CHECK(adjoint ? st_adjoint_fused(s, in, out, f, &acc) : st_forward_fused(s, in, out, f, &acc, !f->u));
+  } else if (adjoint) {
+    RMAOP_CHECK(lap_adjoint_begin_rows(l, in, out, f, &acc, !f->u));
+    RMAOP_CHECK(lap_adjoint_end_rows(l, in, out, &acc, !f->u));
+  } else {
+    RMAOP_CHECK(lap_forward_begin(l, in, out, f, &acc, !f->u));
+    RMAOP_CHECK(lap_forward_end(l, in, out, &acc, !f->u));
   }
-  if (l->host2d) {
-    if (adjoint) {
-      RMAOP_CHECK(lap2d_adjoint_begin(l, in, out, f, &acc, !f->u));
-      RMAOP_CHECK(lap2d_adjoint_end(l, in, out, &acc, !f->u));
-    } else {
-      RMAOP_CHECK(lap2d_forward_begin(l, in, out, f, &acc, !f->u));
-      RMAOP_CHECK(lap2d_forward_end(l, in, out, &acc, !f->u));
-    }
-    fuse_total(&acc, sums);
-    return RMAOP_OK;
-  }
-  if (f->u) fuse_update(l->parts[0]->dtype, in->data, f, 0, in->local_n, &acc);
-  if (adjoint) {
-    RMAOP_CHECK(rmaop_op_apply_adjoint(A, in, out));
-    fuse_sums(l->parts[0]->dtype, in->data, out->data, in->local_n, !f->u, &acc);
-    fuse_total(&acc, sums);
-    return RMAOP_OK;
-  }
-  int d = -1;
-  for (int i = 0; i < l->n; ++i)
-    if (l->parts[i]->distributed) d = i;
-  if (d >= 0) RMAOP_CHECK(rmaop_plan_begin(l->parts[d]->halo, in->data, l->parts[d]->ghost, RMAOP_INSERT));
-  for (int i = 0; i < l->n; ++i) {
-    if (i == d) continue;
-    const int last = d < 0 && i == l->n - 1;
-    const rmaop_status st = st_forward_fused(l->parts[i], in, out, NULL, last ? &acc : NULL, !f->u, 0);
-    if (st != RMAOP_OK) {
-      if (d >= 0) (void)rmaop_plan_end(l->parts[d]->halo); /* no epoch left open: peers wait on it */
-      return st;
-    }
-  }
-  if (d >= 0) RMAOP_CHECK(st_forward_fused(l->parts[d], in, out, NULL, &acc, !f->u, 1));
   fuse_total(&acc, sums);
   return RMAOP_OK;
 }
@@ -1029,8 +1060,7 @@ rmaop_status rmaop_op_create_laplacian(rmaop_ctx ctx, const rmaop_laplacian_spec
     for (int i = 1; i < l->n; ++i) l->parts[i]->accumulate = 1;
     l->one_pass = l->n > 1 && l->parts[0]->dev;
     lap_describe(l, rows, ctx->rank, inner);
-    const stencil *p0 = l->parts[0];
-    l->host2d = !p0->dev && l->n == 2 && l->dist == l->parts[1] && p0->ninner == 1 && p0->n == inner;
+    l->host_rows = l->n > 1 && !l->parts[0]->dev;
     st = rmaop__op_new_agreed(st, ctx, "laplacian", spec->dtype, elems, elems, &laplacian_ops, l, A);
     if (st == RMAOP_OK) (*A)->apply_fused = lap_apply_fused;
   }
