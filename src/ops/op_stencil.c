@@ -710,18 +710,21 @@ rmaop_status rmaop_op_create_second_derivative(rmaop_ctx ctx, const rmaop_deriv_
 
 /* parts[0] overwrites the output and runs whole in begin (a local axis when there is one), the others
  * add into it; the axis-0 part's halo is in flight while the local axes compute. On the host, with more than
- * one part, row by row of axis 0 with every part of a row together (host_rows, below). On device memory, with more than
+ * one part, row by row of axis 0 with every part of a row together (below). On device memory, with more than
  * one part, one kernel computes every part of an element (rmaop__dev_laplacian_*): the rows whose axis-0
  * stencil reads no ghost row in begin, the others in end; the same sums in the same order as part by part. */
 typedef struct {
   int n;
   stencil *parts[RMAOP_MAX_DIMS];
-  int one_pass;        /* device memory and n > 1 */
-  int host_rows;       /* host memory and n > 1: row by row of axis 0 (below) */
-  rmaop__lap_desc dev; /* the parts as the one-pass kernels see them */
+  rmaop__lap_desc dev; /* the parts as the one-pass kernels see them (the host path reads off, rows, inner) */
   stencil *dist;       /* the axis-0 part, NULL if none */
-  rmaop_vec in, out;   /* one pass: the pending forward's vectors */
+  rmaop_vec in, out;   /* n > 1: the pending application's input and output */
 } laplacian;
+
+/* n > 1 on device memory: the one-pass kernels; on host memory: row by row (below). n = 1: the stencil's own path. */
+static int lap_on_device(const laplacian *l) {
+  return l->parts[0]->dev;
+}
 
 /* The one-pass description: this rank's rows of axis 0 (`rows`: their layout) and the parts. */
 static void lap_describe(laplacian *l, rmaop_layout rows, int rank, int64_t inner) {
@@ -741,8 +744,10 @@ static void lap_describe(laplacian *l, rmaop_layout rows, int rank, int64_t inne
  * the halo) and that, in the adjoint, rows outside the axis-0 part's gather rows get its scatters between the
  * parts before it and those after it. ---- */
 
-/* Parts [p0, p1) of the list, the axis-0 part left out, on row g (each part's outer blocks within the row). */
-static void row_local_forward(const laplacian *l, int p0, int p1, const char *x, char *y, int64_t g) {
+/* Parts [p0, p1) of the list, the axis-0 part left out, on rows [g1, g2) (each part's outer blocks within them). */
+static void row_local_forward(const laplacian *l, int p0, int p1, const char *x, char *y, int64_t g1, int64_t g2) {
+  if (g1 >= g2)
+    return; /* also: no rows at all, no outer blocks per row */
   for (int p = p0; p < p1; ++p) {
     const stencil *s = l->parts[p];
     if (s == l->dist)
@@ -751,12 +756,14 @@ static void row_local_forward(const laplacian *l, int p0, int p1, const char *x,
     const int64_t per = s->nouter / l->dev.rows; /* the part's outer blocks in one row of axis 0 */
     const fast_range f = fast_rows(s);
     const terms t = interior_terms(s, 1);
-    for (int64_t o = (g - l->dev.off) * per; o < (g - l->dev.off + 1) * per; ++o)
+    for (int64_t o = (g1 - l->dev.off) * per; o < (g2 - l->dev.off) * per; ++o)
       forward_block(s, &t, f, (char *)x + (size_t)o * blk, y + (size_t)o * blk);
   }
 }
 
-static void row_local_adjoint(const laplacian *l, int p0, int p1, const char *y, char *x, int64_t g) {
+static void row_local_adjoint(const laplacian *l, int p0, int p1, const char *y, char *x, int64_t g1, int64_t g2) {
+  if (g1 >= g2)
+    return; /* also: no rows at all, no outer blocks per row */
   for (int p = p0; p < p1; ++p) {
     const stencil *s = l->parts[p];
     if (s == l->dist)
@@ -767,7 +774,7 @@ static void row_local_adjoint(const laplacian *l, int p0, int p1, const char *y,
     const terms t = interior_terms(s, -1);
     int64_t jlo, jhi;
     gather_rows(s, f, &jlo, &jhi);
-    for (int64_t o = (g - l->dev.off) * per; o < (g - l->dev.off + 1) * per; ++o) {
+    for (int64_t o = (g1 - l->dev.off) * per; o < (g2 - l->dev.off) * per; ++o) {
       adjoint_block_edges(s, f, jlo, jhi, (char *)y + (size_t)o * blk, x + (size_t)o * blk);
       adjoint_block_inner(s, &t, f, jlo, jhi, (char *)y + (size_t)o * blk, x + (size_t)o * blk);
     }
@@ -798,21 +805,19 @@ static void lap_forward_rows(const laplacian *l, const char *x, char *y, int64_t
   const int dp = dist_at(l);
   const size_t es = rmaop_dtype_size(l->parts[0]->dtype);
   const int64_t inner = l->dev.inner;
+  const fast_range df = d ? fast_rows(d) : (fast_range){0, 0};
+  const terms td = d ? interior_terms(d, 1) : (terms){0};
   for (int64_t g = g1; g < g2; ++g) {
     const size_t at = (size_t)((g - l->dev.off) * inner) * es;
     if (!d) {
-      row_local_forward(l, 0, l->n, x, y, g);
-    } else {
-      const fast_range df = fast_rows(d);
-      if (g >= df.flo && g < df.fhi) { /* in order: all its taps are local rows */
-        const terms td = interior_terms(d, 1);
-        row_local_forward(l, 0, dp, x, y, g);
-        flat_stencil(d->dtype, &td, x + at, y + at, inner, 1);
-        row_local_forward(l, dp + 1, l->n, x, y, g);
-      } else { /* last, with the ghost rows */
-        row_local_forward(l, 0, l->n, x, y, g);
-        forward_rows(d, d->dtype, (char *)x, y, g, g + 1);
-      }
+      row_local_forward(l, 0, l->n, x, y, g, g + 1);
+    } else if (g >= df.flo && g < df.fhi) { /* in order: all its taps are local rows */
+      row_local_forward(l, 0, dp, x, y, g, g + 1);
+      flat_stencil(d->dtype, &td, x + at, y + at, inner, 1);
+      row_local_forward(l, dp + 1, l->n, x, y, g, g + 1);
+    } else { /* last, with the ghost rows */
+      row_local_forward(l, 0, l->n, x, y, g, g + 1);
+      forward_rows(d, d->dtype, (char *)x, y, g, g + 1);
     }
     if (acc)
       fuse_sums(l->parts[0]->dtype, x + at, y + at, inner, in2, acc);
@@ -877,17 +882,15 @@ static rmaop_status lap_adjoint_begin_rows(laplacian *l, rmaop_vec yv, rmaop_vec
   update_rows(l, y, f, off, r[1], acc);
   update_rows(l, y, f, r[2], end, acc);
   if (d) {
-    for (int64_t g = off; g < end; g = g + 1 == jlo ? jhi : g + 1)
-      if (g < jlo || g >= jhi)
-        row_local_adjoint(l, 0, dp, y, x, g);
+    row_local_adjoint(l, 0, dp, y, x, off, jlo);
+    row_local_adjoint(l, 0, dp, y, x, jhi, end);
     memset(d->ghost, 0, (size_t)((d->hl + d->hr) * inner) * es);
     adjoint_block_edges(d, df, jlo, jhi, y, x);
     RMAOP_CHECK(rmaop_plan_begin(d->halo_rev, d->ghost, x, RMAOP_ADD));
     adjoint_rows(d, d->dtype, y, x, r[0], r[1], jlo, jhi);
     adjoint_rows(d, d->dtype, y, x, r[2], r[3], jlo, jhi);
-    for (int64_t g = off; g < end; g = g + 1 == jlo ? jhi : g + 1)
-      if (g < jlo || g >= jhi)
-        row_local_adjoint(l, dp + 1, l->n, y, x, g);
+    row_local_adjoint(l, dp + 1, l->n, y, x, off, jlo);
+    row_local_adjoint(l, dp + 1, l->n, y, x, jhi, end);
   }
   const terms td = d ? interior_terms(d, -1) : (terms){0};
   int64_t next = r[1]; /* rows [r[1], next) updated */
@@ -896,10 +899,10 @@ static rmaop_status lap_adjoint_begin_rows(laplacian *l, rmaop_vec yv, rmaop_vec
     if (next < want)
       update_rows(l, y, f, next, want, acc), next = want;
     const size_t at = (size_t)((g - off) * inner) * es;
-    row_local_adjoint(l, 0, dp, y, x, g);
+    row_local_adjoint(l, 0, dp, y, x, g, g + 1);
     if (d)
       flat_stencil(d->dtype, &td, y + at, x + at, inner, 1);
-    row_local_adjoint(l, dp + 1, l->n, y, x, g);
+    row_local_adjoint(l, dp + 1, l->n, y, x, g, g + 1);
     if (acc)
       fuse_sums(l->parts[0]->dtype, y + at, x + at, inner, in2, acc);
   }
@@ -924,17 +927,12 @@ static rmaop_status lap_adjoint_end_rows(laplacian *l, rmaop_vec yv, rmaop_vec x
 
 static rmaop_status lap_apply_begin(rmaop_op A, rmaop_vec x, rmaop_vec y) {
   laplacian *l = A->impl;
-  if (l->host_rows) {
-    l->in = x, l->out = y;
-    return lap_forward_begin(l, x, y, NULL, NULL, 0);
-  }
-  if (!l->one_pass) {
-    for (int i = 0; i < l->n; ++i)
-      RMAOP_CHECK(st_forward_begin(l->parts[i], x, y));
-    return RMAOP_OK;
-  }
-  const rmaop__lap_desc *L = &l->dev;
+  if (l->n == 1)
+    return st_forward_begin(l->parts[0], x, y);
   l->in = x, l->out = y;
+  if (!lap_on_device(l))
+    return lap_forward_begin(l, x, y, NULL, NULL, 0);
+  const rmaop__lap_desc *L = &l->dev;
   if (!l->dist)
     return rmaop__dev_laplacian_forward(A->ctx, A->dtype, L, x->data, NULL, y->data, L->off, L->off + L->rows, 0, 0);
   RMAOP_CHECK(rmaop_plan_begin(l->dist->halo, x->data, l->dist->ghost, RMAOP_INSERT));
@@ -943,13 +941,10 @@ static rmaop_status lap_apply_begin(rmaop_op A, rmaop_vec x, rmaop_vec y) {
 }
 static rmaop_status lap_apply_end(rmaop_op A) {
   laplacian *l = A->impl;
-  if (l->host_rows)
+  if (l->n == 1)
+    return st_forward_end(l->parts[0]);
+  if (!lap_on_device(l))
     return lap_forward_end(l, l->in, l->out, NULL, 0);
-  if (!l->one_pass) {
-    for (int i = 0; i < l->n; ++i)
-      RMAOP_CHECK(st_forward_end(l->parts[i]));
-    return RMAOP_OK;
-  }
   if (!l->dist)
     return RMAOP_OK;
   RMAOP_CHECK(rmaop_plan_end(l->dist->halo));
@@ -959,15 +954,11 @@ static rmaop_status lap_apply_end(rmaop_op A) {
 }
 static rmaop_status lap_adjoint_begin(rmaop_op A, rmaop_vec y, rmaop_vec x) {
   laplacian *l = A->impl;
-  if (l->host_rows) {
-    l->in = y, l->out = x;
+  if (l->n == 1)
+    return st_adjoint_begin(l->parts[0], y, x);
+  l->in = y, l->out = x;
+  if (!lap_on_device(l))
     return lap_adjoint_begin_rows(l, y, x, NULL, NULL, 0);
-  }
-  if (!l->one_pass) {
-    for (int i = 0; i < l->n; ++i)
-      RMAOP_CHECK(st_adjoint_begin(l->parts[i], y, x));
-    return RMAOP_OK;
-  }
   if (l->dist) { /* the ghost rows' sums, sent back while the local rows are gathered */
     RMAOP_CHECK(rmaop__dev_stencil_adjoint_ghost(A->ctx, A->dtype, &l->dev.dist, y->data, l->dist->ghost));
     RMAOP_CHECK(rmaop_plan_begin(l->dist->halo_rev, l->dist->ghost, x->data, RMAOP_ADD));
@@ -976,7 +967,7 @@ static rmaop_status lap_adjoint_begin(rmaop_op A, rmaop_vec y, rmaop_vec x) {
 }
 static rmaop_status lap_adjoint_end(rmaop_op A) {
   laplacian *l = A->impl;
-  if (l->host_rows)
+  if (l->n > 1 && !lap_on_device(l))
     return lap_adjoint_end_rows(l, l->in, l->out, NULL, 0);
   for (int i = 0; i < l->n; ++i) RMAOP_CHECK(st_adjoint_end(l->parts[i]));
   return RMAOP_OK;
@@ -1057,10 +1048,9 @@ rmaop_status rmaop_op_create_laplacian(rmaop_ctx ctx, const rmaop_laplacian_spec
         l->parts[i] = t;
         break;
       }
-    for (int i = 1; i < l->n; ++i) l->parts[i]->accumulate = 1;
-    l->one_pass = l->n > 1 && l->parts[0]->dev;
+    for (int i = 1; i < l->n; ++i)
+      l->parts[i]->accumulate = 1;
     lap_describe(l, rows, ctx->rank, inner);
-    l->host_rows = l->n > 1 && !l->parts[0]->dev;
     st = rmaop__op_new_agreed(st, ctx, "laplacian", spec->dtype, elems, elems, &laplacian_ops, l, A);
     if (st == RMAOP_OK) (*A)->apply_fused = lap_apply_fused;
   }
