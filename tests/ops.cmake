@@ -11,11 +11,21 @@ foreach(family stencil block compose shell apply)
   rmaop_add_test(NAME op_${family} SOURCES mpi/test_op_${family}.c ${_rmaop_op_util} NP 1 2 3 4 MEMORY host device
                  BACKENDS rma twosided nccl)
 endforeach()
+# The same operator tests with the ghost rows put by kernels (RMAOP_HALO=kernel: rma over ipc; at 3-4 ranks the
+# ranks share GPUs on smaller machines) on the copy and kernel ipc paths; the solvers through them in solver_kput
+# (device and graph scalars: the applications are captured), the gradient in halo_kput.
+rmaop_add_test(NAME op_stencil_kput TARGET test_op_stencil MEMORY device
+               EXTRA_VARIANTS np2.rma.lock.ipc np2.rma.fence.ipc np2.rma.lock.ipc.kernel np3.rma.lock.ipc
+                              np4.rma.lock.ipc
+               PLACEMENTS multi ENV RMAOP_HALO=kernel)
 # test_solver: CG and CGLS against serial PyLops recurrences (histories to 1e-10 on every backend); on device memory
 # also CGLS and CG replayed from CUDA graphs on the ipc kernel path with copy-engine payloads (kernelcopies).
 # mpi/solver_test_util.c: the problems, reference matrices and solve checks both solver tests share.
 rmaop_add_test(NAME solver SOURCES mpi/test_solver.c mpi/solver_test_util.c NP 1 2 3 4 MEMORY host device
                BACKENDS rma twosided nccl EXTRA_VARIANTS np2.rma.lock.ipc.kernelcopies)
+rmaop_add_test(NAME solver_kput TARGET test_solver MEMORY device
+               EXTRA_VARIANTS np2.rma.lock.ipc np2.rma.lock.ipc.kernel np3.rma.lock.ipc
+               PLACEMENTS multi ENV RMAOP_HALO=kernel)
 # test_solver_fused: the host solvers' fused application (update + apply + dots in one pass, src/ops/op_impl.h):
 # against the unfused calls on every stencil operator, forward and adjoint, uneven splits, every dtype; CG and
 # CGLS through it against the same solves through a composite without the slot (1e-12). Sees src/ (internal).
@@ -33,6 +43,8 @@ rmaop_add_test(NAME solver_krylov SOURCES mpi/test_solver_krylov.c mpi/solver_te
                NP 1 2 3 4 MEMORY host device BACKENDS rma twosided nccl)
 # test_halo: N-D halo on a cartesian grid and the gradient against serial references, dot tests, errors.
 rmaop_add_test(NAME halo SOURCES mpi/test_halo.c NP 1 2 3 4 MEMORY host device BACKENDS rma twosided nccl)
+rmaop_add_test(NAME halo_kput TARGET test_halo MEMORY device EXTRA_VARIANTS np2.rma.lock.ipc np3.rma.lock.ipc
+               PLACEMENTS multi ENV RMAOP_HALO=kernel)
 # test_matmul: dense multiply (block, SUMMA) and Fredholm1 against serial references, dot tests, errors.
 # SUMMA's grid is floor(sqrt(P))^2: 9 oversubscribed ranks give a 3 x 3 grid (one fast variant set, host memory).
 rmaop_add_test(NAME matmul SOURCES mpi/test_matmul.c NP 1 2 3 4 MEMORY host device BACKENDS rma twosided nccl)

@@ -16,13 +16,20 @@ static const rmaop__config_entry core_rows[] = {
     {"RMAOP_MEMORY", "host", "host|device", "where vectors and windows live"},
     {"RMAOP_TRACE", "0", "0|1|sync", "record every plan execution, reduction and epoch (sync: synchronized starts)"},
     {"RMAOP_TRACE_FILE", "", "path", "JSON trace written at rmaop_ctx_destroy when tracing is on (%r = rank)"},
-    {"RMAOP_TIMEOUT", RMAOP__TIMEOUT_DEFAULT, "seconds", "how long a wait for a peer may last before RMAOP_ERR_TIMEOUT"},
+    {"RMAOP_TIMEOUT", RMAOP__TIMEOUT_DEFAULT, "seconds",
+     "how long a wait for a peer may last before RMAOP_ERR_TIMEOUT"},
     {"RMAOP_NODE_SIZE", "0", "ranks",
      "for testing and tuning: every k consecutive ranks of a node count as one node (0: the real nodes)"},
     {"RMAOP_SOLVER_SCALARS", "auto", "auto|host|device|graph|resident",
      "where CG and CGLS keep their dots and step sizes on a device context (auto: resident where supported with a GPU "
      "per rank on one node, else host; graph: device, each iteration replayed from two CUDA graphs; resident: the "
      "whole solve in one GPU kernel where supported, else graph)"},
+    {"RMAOP_HALO", "auto", "auto|plan|kernel",
+     "how derivatives and Laplacians on a device context exchange ghost rows (kernel: their kernels store them into "
+     "the "
+     "neighbours' windows and signal, no host step, where the context is rma over ipc with at most 16 ranks and not "
+     "traced, else plan; plan: a halo plan per application; auto: kernel where every rank has its own GPU on one "
+     "node)"},
     {"RMAOP_RESIDENT_PROFILE", "0", "0|1",
      "for tuning: the GPU-resident solve stamps each phase of every iteration (block 0) and rank 0 prints the mean "
      "time per phase to stderr"},

@@ -13,12 +13,14 @@
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>
 #endif
 
 static const char *const trace_names[] = {"0", "1", "sync", NULL}; /* = RMAOP_TRACE_OFF, _ON, _SYNCED */
 static const char *const scalars_names[] = {"auto", "host", "device", "graph", "resident", NULL}; /* = RMAOP__SCALARS_* */
+static const char *const halo_names[] = {"auto", "plan", "kernel", NULL};                         /* = RMAOP__HALO_* */
 
 void rmaop_ctx_options_init(rmaop_ctx_options *opts) {
   if (!opts) return;
@@ -57,6 +59,9 @@ static rmaop_status parse_options(rmaop_ctx ctx, const rmaop_ctx_options *opts) 
   double profile = 0;
   RMAOP_CHECK(rmaop__option_number(ctx, "RMAOP_RESIDENT_PROFILE", 1, 0, 1, "0 or 1", &profile));
   ctx->resident_profile = profile != 0;
+  RMAOP_CHECK(
+      rmaop__parse_name(ctx, "halo exchange (RMAOP_HALO)", rmaop__option_value(NULL, "RMAOP_HALO"), halo_names, &i));
+  ctx->halo = i;
   double group = 0;
   RMAOP_CHECK(rmaop__option_number(ctx, "RMAOP_NODE_SIZE", 1, 0, INT_MAX, "a rank count >= 0 (0: the real nodes)",
                                    &group));
@@ -213,4 +218,17 @@ rmaop_status rmaop_ctx_get_info(rmaop_ctx ctx, rmaop_ctx_info *info) {
     if (be->info) be->info(ctx->settings[b], info);
   }
   return RMAOP_OK;
+}
+
+int rmaop__dev_ipc_path(rmaop_ctx ctx) {
+  rmaop_ctx_info ci;
+  if (!RMAOP__ON_DEVICE(ctx) || rmaop_ctx_get_info(ctx, &ci) != RMAOP_OK || strcmp(ci.backend, "rma") != 0)
+    return 0;
+  const int ipc = ci.rma.transport == RMAOP_TRANSPORT_IPC ||
+                  (ci.rma.transport == RMAOP_TRANSPORT_AUTO && ctx->node_size == ctx->size);
+  return ipc && ctx->size <= RMAOP_DEVICE_MAX_PEERS;
+}
+
+int rmaop__gpu_per_rank(rmaop_ctx ctx) {
+  return ctx->node_size == ctx->size && ctx->size <= rmaop__dev_count();
 }

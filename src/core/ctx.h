@@ -18,6 +18,7 @@ struct rmaop_backend;
 #define RMAOP__MAX_BACKENDS 4
 
 enum { RMAOP__SCALARS_AUTO, RMAOP__SCALARS_HOST, RMAOP__SCALARS_DEVICE, RMAOP__SCALARS_GRAPH, RMAOP__SCALARS_RESIDENT };
+enum { RMAOP__HALO_AUTO, RMAOP__HALO_PLAN, RMAOP__HALO_KERNEL }; /* RMAOP_HALO */
 
 /* Whether an object with a `memory` field (a context, a vector) lives on the GPU; a constant 0 without CUDA
  * (src/device/built.h), where no device context can exist. */
@@ -62,6 +63,7 @@ struct rmaop_ctx_s {
   void *fetch_event;    /* cudaEvent_t behind rmaop__dev_fetch_begin's copy (created at first use) */
   int solver_scalars;   /* RMAOP_SOLVER_SCALARS: RMAOP__SCALARS_* */
   int resident_profile; /* RMAOP_RESIDENT_PROFILE: the resident solve stamps its phases (solver_resident.c) */
+  int halo;             /* RMAOP_HALO: RMAOP__HALO_* (src/ops/op_stencil.c) */
   uint64_t captured_plans;   /* plan executions captured into CUDA graphs so far (rmaop_plan_begin) */
   void *dev_wait_record;     /* host-mapped rmaop__dev_wait_record (device.h) */
   void *dev_wait_record_dev; /* its device address */
@@ -99,6 +101,12 @@ void rmaop__trace_free(rmaop_ctx ctx);
 void rmaop__trace_sync_start(rmaop_ctx ctx);
 void rmaop__trace_sync_end(rmaop_ctx ctx);
 
+/* A device context whose kernels can store into every rank's GPU memory: the rma backend over the ipc transport
+ * (ipc, or auto with every rank on one node), at most RMAOP_DEVICE_MAX_PEERS ranks (rmaop_win_device_handle's rule).
+ * The same on every rank. */
+int rmaop__dev_ipc_path(rmaop_ctx ctx);
+/* Every rank on one node, with a GPU of its own. */
+int rmaop__gpu_per_rank(rmaop_ctx ctx);
 
 /* Frees the context's pooled reduction requests (src/core/reduce.c). */
 void rmaop__request_pool_free(rmaop_ctx ctx);

@@ -7,6 +7,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "rmaop/rmaop_device.cuh"
+
 #include "cuda_impl.h"
 #include "dev_ops.h"
 #include "device.h"
@@ -53,6 +55,54 @@ template <> struct ar<cuDoubleComplex> {
 
 __device__ bool is_local(const rmaop__stencil_desc &d, int64_t g) { return g >= d.off && g < d.off + d.n; }
 
+/* ---- ghost rows put by kernels (rmaop__khalo, dev_ops.h) ---- */
+
+/* The exchange number: set by the previous end kernel's last block (a kernel boundary orders it). */
+__device__ __forceinline__ uint64_t kh_seq(const rmaop__khalo *h) { return *(const volatile uint64_t *)&h->seq; }
+
+/* Thread 0 waits for `peer`'s signal >= v: 1 once it is there, 0 if the wait gave up now or a wait of this window
+ * gave up before (the host reports RMAOP_ERR_TIMEOUT at its next synchronization; the data is not read then). */
+__device__ __forceinline__ int kh_wait(const rmaop__khalo *h, int peer, uint64_t v) {
+  if (*(const volatile unsigned *)h->w.wait_claim != 0u) return 0;
+  return rmaop_dev_wait(&h->w, peer, v) == 0;
+}
+
+/* Every block of a kernel calls it once, all threads, after its last store: the block counts itself in on
+ * arrived[k] (acq_rel at GPU scope after a barrier, so the block's stores are ordered before whatever the last block
+ * does next); 1 in the last block's thread 0, which has reset the counter. */
+__device__ __forceinline__ bool kh_last_block(rmaop__khalo *h, int k) {
+  __syncthreads();
+  if (threadIdx.x != 0 || threadIdx.y != 0) return false;
+  unsigned old;
+  asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(&h->arrived[k]) : "memory");
+  if (old != gridDim.x * gridDim.y - 1) return false;
+  h->arrived[k] = 0;
+  return true;
+}
+
+/* A put kernel's end: its last block signals every neighbour s + 1, one release each (rmaop_device.cuh's contract:
+ * cumulative over the stores the arrival chain ordered before it). */
+__device__ __forceinline__ void kh_put_done(rmaop__khalo *h, uint64_t s) {
+  if (!kh_last_block(h, 1)) return;
+  for (int k = 0; k < h->nnb; ++k) rmaop_dev_signal(&h->w, h->nb[k], s + 1);
+}
+
+/* An end kernel's start (every block: thread 0 waits for the ranks in peers[0, n) to reach s + 1, then a barrier) and
+ * its own half of the window. */
+__device__ __forceinline__ const char *kh_enter(const rmaop__khalo *h, uint64_t s, const int *peers, int n,
+                                                const rmaop__kh_xfer *xf) {
+  if (threadIdx.x == 0 && threadIdx.y == 0)
+    for (int k = 0; k < n; ++k)
+      if (!kh_wait(h, xf ? xf[k].peer : peers[k], s + 1)) break;
+  __syncthreads();
+  return h->w.base[h->w.rank] + (size_t)(s & 1) * h->half;
+}
+
+/* An end kernel's end: its last block ends the exchange. */
+__device__ __forceinline__ void kh_end_done(rmaop__khalo *h, uint64_t s) {
+  if (kh_last_block(h, 0)) h->seq = s + 1;
+}
+
 /* Element e of an (outer, rows, inner) box: inner index i, row r, outer block o. A 64-bit division costs
  * tens of instructions, more than the memory time of an element, so the common shapes skip them: 1-D
  * arrays (ninner = 1) and the first outer block (every distributed stencil has nouter = 1). */
@@ -97,35 +147,38 @@ __global__ void k_flat(taps t, const T *src, T *dst, int64_t count, int dir, int
 }
 
 /* Forward: one thread per element of the output rows [a1, a1 + n1) and [a2, a2 + nrows - n1). */
-template <typename T>
+template <typename T, bool KH>
 __global__ void k_forward(rmaop__stencil_desc d, const T *x, const T *ghost, T *y, int64_t a1, int64_t n1, int64_t a2,
-                          int64_t nrows, int64_t total) {
+                          int64_t nrows, int64_t total, rmaop__khalo *h) {
   typedef ar<T> A;
   typedef typename A::R R;
+  uint64_t s = 0;
+  if (KH) s = kh_seq(h), ghost = (const T *)kh_enter(h, s, h->from, h->nfrom, NULL);
   GRID_STRIDE(e, total) {
     int64_t i, r, o;
     split(e, d.ninner, nrows, i, r, o);
     const int64_t g = r < n1 ? a1 + r : a2 + (r - n1);
     T *yp = y + (o * d.n + (g - d.off)) * d.ninner + i;
     if (g >= d.flo && g < d.fhi) { /* host: flat loop, y (=|+=) c0 x0 + c1 x1 + ... */
-      T s = A::zero();
+      T v = A::zero();
       bool first = true;
       for (int k = -2; k <= 2; ++k)
         if (d.cint[k + 2] != 0.0) {
           const T t = A::mulr((R)d.cint[k + 2], row_at(d, x, ghost, o, g + k)[i]);
-          s = first ? t : A::add(s, t);
+          v = first ? t : A::add(v, t);
           first = false;
         }
-      *yp = d.accumulate ? A::add(*yp, s) : s;
+      *yp = d.accumulate ? A::add(*yp, v) : v;
     } else { /* host: per-row loop, y = 0 (overwrite) then y += c_k x_k */
       double c[RMAOP__NK];
       rmaop__stencil_coef(&d.cs, g, c);
-      T s = d.accumulate ? *yp : A::zero();
+      T v = d.accumulate ? *yp : A::zero();
       for (int k = -2; k <= 2; ++k)
-        if (c[k + 2] != 0.0) s = A::add(s, A::mulr((R)c[k + 2], row_at(d, x, ghost, o, g + k)[i]));
-      *yp = s;
+        if (c[k + 2] != 0.0) v = A::add(v, A::mulr((R)c[k + 2], row_at(d, x, ghost, o, g + k)[i]));
+      *yp = v;
     }
   }
+  if (KH) kh_end_done(h, s);
 }
 
 /* The adjoint's rule for a row j outside the gather rows: s plus the contributions of the local rows g within 2
@@ -177,6 +230,72 @@ __global__ void k_adjoint(rmaop__stencil_desc d, const T *y, T *out, int ghost, 
   }
 }
 
+/* The forward's puts: block row t copies transfer t (local rows of x into the peer's ghost rows of this exchange's
+ * half) once the peer is done with that half, then the last block signals the neighbours. */
+template <typename T> __global__ void k_kh_put_rows(rmaop__khalo *h, const T *x) {
+  const uint64_t s = kh_seq(h);
+  const int t = blockIdx.y;
+  __shared__ int go;
+  if (threadIdx.x == 0) go = t < h->nfwd && kh_wait(h, h->fwd[t].peer, s);
+  __syncthreads();
+  if (go) {
+    const rmaop__kh_xfer f = h->fwd[t];
+    T *dst = (T *)(h->w.base[f.peer] + (size_t)(s & 1) * h->half) + f.dst * h->ninner;
+    const T *src = x + f.src * h->ninner;
+    GRID_STRIDE(e, f.rows * h->ninner) dst[e] = src[e];
+  }
+  kh_put_done(h, s);
+}
+
+/* The adjoint's puts: block row t computes the ghost rows of transfer t (k_adjoint's rule) and stores them into the
+ * owner's receive rows of this exchange's half. */
+template <typename T> __global__ void k_kh_put_adjoint(rmaop__stencil_desc d, rmaop__khalo *h, const T *y) {
+  const uint64_t s = kh_seq(h);
+  const int t = blockIdx.y;
+  __shared__ int go;
+  if (threadIdx.x == 0) go = t < h->nadj && kh_wait(h, h->adj[t].peer, s);
+  __syncthreads();
+  if (go) {
+    const rmaop__kh_xfer a = h->adj[t];
+    const int64_t w = h->ninner;
+    T *dst = (T *)(h->w.base[a.peer] + (size_t)(s & 1) * h->half + h->recv_at) + a.dst * w;
+    GRID_STRIDE(e, a.rows * w) {
+      const int64_t r = a.src + (w == 1 ? e : e / w), i = w == 1 ? 0 : e % w;
+      const int64_t j = r < d.hl ? d.off - d.hl + r : d.off + d.n + (r - d.hl);
+      dst[e] = scatter_into(d, ar<T>::zero(), y + i, j);
+    }
+  }
+  kh_put_done(h, s);
+}
+
+/* The adjoint's end: local rows [0, add_head) and [add_tail, n) += the receive rows that land there, transfers in
+ * order (the plan's unpack order, so the sums are the plan path's). */
+template <typename T> __global__ void k_kh_add(rmaop__khalo *h, T *x) {
+  const uint64_t s = kh_seq(h);
+  const T *area = (const T *)(kh_enter(h, s, NULL, h->nrecv, h->recv) + h->recv_at);
+  const int64_t w = h->ninner, head = h->add_head, tail = h->add_tail;
+  GRID_STRIDE(e, (head + h->n - tail) * w) {
+    const int64_t q = w == 1 ? e : e / w, i = w == 1 ? 0 : e % w, row = q < head ? q : tail + (q - head);
+    T v = x[row * w + i];
+    for (int t = 0; t < h->nrecv; ++t) {
+      const rmaop__kh_xfer &f = h->recv[t];
+      if (row >= f.dst && row < f.dst + f.rows) v = ar<T>::add(v, area[(f.src + row - f.dst) * w + i]);
+    }
+    x[row * w + i] = v;
+  }
+  kh_end_done(h, s);
+}
+
+/* A put kernel's grid: a block row per transfer (one, to signal, where there is none), blocks along x for the
+ * largest. */
+dim3 kh_put_grid(int nxfer, const rmaop__kh_xfer *xf, int64_t ninner) {
+  int64_t most = 0;
+  for (int t = 0; t < nxfer; ++t)
+    if (xf[t].rows * ninner > most) most = xf[t].rows * ninner;
+  const unsigned gx = grid_for(most, THREADS);
+  return dim3(gx < 64 ? gx : 64, nxfer > 0 ? (unsigned)nxfer : 1u);
+}
+
 taps interior_taps(const rmaop__stencil_desc *d) {
   taps t = {};
   for (int k = -2; k <= 2; ++k)
@@ -203,13 +322,20 @@ rmaop_status flat_rows(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc 
   return RMAOP_OK;
 }
 
+/* h: ghost rows from its window (launched also with no rows: the launch ends the exchange). */
 rmaop_status forward_general(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d, const void *x,
-                             const void *ghost, void *y, int64_t a1, int64_t b1, int64_t a2, int64_t b2) {
+                             const void *ghost, void *y, int64_t a1, int64_t b1, int64_t a2, int64_t b2,
+                             rmaop__khalo *h = NULL) {
   const int64_t n1 = b1 > a1 ? b1 - a1 : 0, nrows = n1 + (b2 > a2 ? b2 - a2 : 0);
   const int64_t total = nrows * d->nouter * d->ninner;
-  if (total <= 0) return RMAOP_OK;
-  DISPATCH(dt, (k_forward<T><<<grid_for(total, THREADS), THREADS, 0, STREAM(ctx)>>>(*d, (const T *)x, (const T *)ghost,
-                                                                                    (T *)y, a1, n1, a2, nrows, total)));
+  if (total <= 0 && !h) return RMAOP_OK;
+  const unsigned grid = grid_for(total, THREADS);
+  if (h)
+    DISPATCH(dt, (k_forward<T, true><<<grid, THREADS, 0, STREAM(ctx)>>>(*d, (const T *)x, NULL, (T *)y, a1, n1, a2,
+                                                                        nrows, total, h)))
+  else
+    DISPATCH(dt, (k_forward<T, false><<<grid, THREADS, 0, STREAM(ctx)>>>(*d, (const T *)x, (const T *)ghost, (T *)y,
+                                                                         a1, n1, a2, nrows, total, NULL)))
   RMAOP_CHECK_LAUNCH(ctx);
   return RMAOP_OK;
 }
@@ -296,9 +422,11 @@ struct span2 {
 /* Every part of the elements (row g of rows, element i of cols in its row), parts in order; the forward adds the
  * axis-0 part last on the rows outside its interior range (rmaop__dev_laplacian_forward). NL: the local parts
  * unrolled (constant indices keep L in parameter space). ADJ: the adjoint. */
-template <typename T, int NL, bool ADJ>
+template <typename T, int NL, bool ADJ, bool KH>
 __global__ void k_laplacian(const __grid_constant__ rmaop__lap_desc L, const T *in, const T *ghost, T *out, span2 rows,
-                            span2 cols) {
+                            span2 cols, rmaop__khalo *h) {
+  uint64_t s = 0;
+  if (KH) s = kh_seq(h), ghost = (const T *)kh_enter(h, s, h->from, h->nfrom, NULL);
   for (int64_t q = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; q < rows.n; q += (int64_t)gridDim.y * blockDim.y) {
     const int64_t g = rows.at(q);
     const bool dist_in_order = L.dpos >= 0 && (ADJ || g >= L.dist.flo && g < L.dist.fhi);
@@ -315,6 +443,7 @@ __global__ void k_laplacian(const __grid_constant__ rmaop__lap_desc L, const T *
       out[e] = v;
     }
   }
+  if (KH) kh_end_done(h, s);
 }
 
 /* A 2-D Laplacian's elements that are interior rows of both parts (local rows [r0, r0 + nrows), columns [c0, c0 +
@@ -360,15 +489,27 @@ dim3 lap_grid(dim3 block, int64_t nrows, int64_t ncols) {
   return dim3((unsigned)(gx < 65535 ? gx : 65535), (unsigned)(gy < 65535 ? gy : 65535));
 }
 
+/* h: ghost rows from its window (launched also with no rows: the launch ends the exchange). */
 template <typename T, bool ADJ>
 rmaop_status launch_laplacian(rmaop_ctx ctx, const rmaop__lap_desc *l, const T *in, const T *ghost, T *out, span2 rows,
-                              span2 cols) {
-  if (rows.n <= 0 || cols.n <= 0) return RMAOP_OK;
-  const dim3 block = lap_block(cols.n), grid = lap_grid(block, rows.n, cols.n);
+                              span2 cols, rmaop__khalo *h = NULL) {
+  if ((rows.n <= 0 || cols.n <= 0) && !h) return RMAOP_OK;
+  const dim3 block = lap_block(cols.n), grid = lap_grid(block, rows.n > 0 ? rows.n : 1, cols.n > 0 ? cols.n : 1);
+  if constexpr (!ADJ) /* only the forward reads ghost rows */
+    if (h) {
+      if (l->nloc == 1)
+        k_laplacian<T, 1, false, true><<<grid, block, 0, STREAM(ctx)>>>(*l, in, NULL, out, rows, cols, h);
+      else
+        k_laplacian<T, RMAOP__LAP_MAX_LOCAL, false, true><<<grid, block, 0, STREAM(ctx)>>>(*l, in, NULL, out, rows,
+                                                                                           cols, h);
+      RMAOP_CHECK_LAUNCH(ctx);
+      return RMAOP_OK;
+    }
   if (l->nloc == 1)
-    k_laplacian<T, 1, ADJ><<<grid, block, 0, STREAM(ctx)>>>(*l, in, ghost, out, rows, cols);
+    k_laplacian<T, 1, ADJ, false><<<grid, block, 0, STREAM(ctx)>>>(*l, in, ghost, out, rows, cols, NULL);
   else
-    k_laplacian<T, RMAOP__LAP_MAX_LOCAL, ADJ><<<grid, block, 0, STREAM(ctx)>>>(*l, in, ghost, out, rows, cols);
+    k_laplacian<T, RMAOP__LAP_MAX_LOCAL, ADJ, false><<<grid, block, 0, STREAM(ctx)>>>(*l, in, ghost, out, rows, cols,
+                                                                                      NULL);
   RMAOP_CHECK_LAUNCH(ctx);
   return RMAOP_OK;
 }
@@ -379,14 +520,14 @@ rmaop_status launch_laplacian(rmaop_ctx ctx, const rmaop__lap_desc *l, const T *
  * columns through k_laplacian; otherwise every element through k_laplacian. */
 template <typename T, bool ADJ>
 rmaop_status laplacian_rows(rmaop_ctx ctx, const rmaop__lap_desc *l, const T *in, const T *ghost, T *out,
-                            span2 rows, bool interior_rows) {
+                            span2 rows, bool interior_rows, rmaop__khalo *h = NULL) {
   const rmaop__stencil_desc &lo = l->loc[0], &di = l->dist;
   const taps tl = interior_taps(&lo), td = interior_taps(&di);
   int64_t c1 = ADJ ? lo.jlo : lo.flo, c2 = ADJ ? lo.jhi : lo.fhi;
   const bool two_d = interior_rows && rows.n == rows.n1 && l->nloc == 1 && l->dpos == 1 && lo.ninner == 1 &&
                      lo.n == l->inner && !lo.accumulate && di.accumulate && tl.n == 3 && td.n == 3 &&
                      td.k[1] == td.k[0] + 1 && td.k[2] == td.k[0] + 2 && c1 < c2;
-  if (!two_d) return launch_laplacian<T, ADJ>(ctx, l, in, ghost, out, rows, span2{0, l->inner, 0, l->inner});
+  if (!two_d || h) return launch_laplacian<T, ADJ>(ctx, l, in, ghost, out, rows, span2{0, l->inner, 0, l->inner}, h);
   if (rows.n <= 0) return RMAOP_OK;
   /* strips of 32 rows: the column's rows stay in registers along a strip, and 2-D grids of ~8k blocks of a
    * 8192^2 array still fill the GPU */
@@ -464,6 +605,48 @@ extern "C" rmaop_status rmaop__dev_laplacian_adjoint_local(rmaop_ctx ctx, rmaop_
   if (st != RMAOP_OK) return st;
   const span2 rest = {l->off, d.jlo - l->off, d.jhi, (d.jlo - l->off) + (end - d.jhi)};
   DISPATCH(dt, st = (laplacian_rows<T, true>(ctx, l, (const T *)y, NULL, (T *)x, rest, false)));
+  return st;
+}
+
+extern "C" rmaop_status rmaop__dev_kh_put_rows(rmaop_ctx ctx, rmaop_dtype dt, rmaop__khalo *dev,
+                                               const rmaop__khalo *host, const void *x) {
+  if (host->nnb == 0) return RMAOP_OK;
+  const dim3 grid = kh_put_grid(host->nfwd, host->fwd, host->ninner);
+  DISPATCH(dt, (k_kh_put_rows<T><<<grid, THREADS, 0, STREAM(ctx)>>>(dev, (const T *)x)));
+  RMAOP_CHECK_LAUNCH(ctx);
+  return RMAOP_OK;
+}
+
+extern "C" rmaop_status rmaop__dev_kh_put_adjoint(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
+                                                  rmaop__khalo *dev, const rmaop__khalo *host, const void *y) {
+  if (host->nnb == 0) return RMAOP_OK;
+  const dim3 grid = kh_put_grid(host->nadj, host->adj, host->ninner);
+  DISPATCH(dt, (k_kh_put_adjoint<T><<<grid, THREADS, 0, STREAM(ctx)>>>(*d, dev, (const T *)y)));
+  RMAOP_CHECK_LAUNCH(ctx);
+  return RMAOP_OK;
+}
+
+extern "C" rmaop_status rmaop__dev_kh_add(rmaop_ctx ctx, rmaop_dtype dt, rmaop__khalo *dev, const rmaop__khalo *host,
+                                          void *x) {
+  const int64_t total = (host->add_head + host->n - host->add_tail) * host->ninner;
+  DISPATCH(dt, (k_kh_add<T><<<grid_for(total, THREADS), THREADS, 0, STREAM(ctx)>>>(dev, (T *)x)));
+  RMAOP_CHECK_LAUNCH(ctx);
+  return RMAOP_OK;
+}
+
+extern "C" rmaop_status rmaop__dev_stencil_forward_kh(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
+                                                      rmaop__khalo *dev, const void *x, void *y, int64_t a1,
+                                                      int64_t b1, int64_t a2, int64_t b2) {
+  return forward_general(ctx, dt, d, x, NULL, y, a1, b1, a2, b2, dev);
+}
+
+extern "C" rmaop_status rmaop__dev_laplacian_forward_kh(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__lap_desc *l,
+                                                        rmaop__khalo *dev, const void *x, void *y, int64_t a1,
+                                                        int64_t b1, int64_t a2, int64_t b2) {
+  const int64_t n1 = b1 > a1 ? b1 - a1 : 0, nrows = n1 + (b2 > a2 ? b2 - a2 : 0);
+  rmaop_status st = RMAOP_OK;
+  DISPATCH(dt, st = (laplacian_rows<T, false>(ctx, l, (const T *)x, NULL, (T *)y, span2{a1, n1, a2, nrows}, false,
+                                              dev)));
   return st;
 }
 

@@ -134,6 +134,31 @@ rmaop_status rmaop__dev_laplacian_adjoint_local(rmaop_ctx ctx, rmaop_dtype dt, c
   return NO_CUDA(ctx);
 }
 
+rmaop_status rmaop__dev_kh_put_rows(rmaop_ctx ctx, rmaop_dtype dt, rmaop__khalo *dev, const rmaop__khalo *host,
+                                    const void *x) {
+  return NO_CUDA(ctx);
+}
+
+rmaop_status rmaop__dev_kh_put_adjoint(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d, rmaop__khalo *dev,
+                                       const rmaop__khalo *host, const void *y) {
+  return NO_CUDA(ctx);
+}
+
+rmaop_status rmaop__dev_kh_add(rmaop_ctx ctx, rmaop_dtype dt, rmaop__khalo *dev, const rmaop__khalo *host, void *x) {
+  return NO_CUDA(ctx);
+}
+
+rmaop_status rmaop__dev_stencil_forward_kh(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
+                                           rmaop__khalo *dev, const void *x, void *y, int64_t a1, int64_t b1,
+                                           int64_t a2, int64_t b2) {
+  return NO_CUDA(ctx);
+}
+
+rmaop_status rmaop__dev_laplacian_forward_kh(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__lap_desc *l, rmaop__khalo *dev,
+                                             const void *x, void *y, int64_t a1, int64_t b1, int64_t a2, int64_t b2) {
+  return NO_CUDA(ctx);
+}
+
 rmaop_status rmaop__dev_blas_create(rmaop_ctx ctx, void **handle) {
   if (handle) *handle = NULL;
   return NO_CUDA(ctx);

@@ -1,6 +1,8 @@
 /* Derivative operators on N-D arrays distributed along axis 0 (PyLops FirstDerivative, SecondDerivative,
  * Laplacian). A derivative along axis 0 exchanges ghost rows with one plan; its adjoint is the exact
- * transpose: contributions to rows owned by neighbours go back with the same plan reversed, in ADD mode.
+ * transpose: contributions to rows owned by neighbours go back with the same plan reversed, in ADD mode. On a device
+ * context over ipc (RMAOP_HALO) the kernels put instead: the forward's ghost rows and the adjoint's contributions are
+ * stored into the neighbours' window by kernels and signalled (rmaop__khalo, src/device/dev_ops.h), no plan.
  *
  * The local array is seen as [nouter][N-axis rows][ninner]. Row g (global along the axis) of the output is
  * sum_k c_k(g) x[g + k], k in [-2, 2]. Rows whose coefficients are the interior ones and whose neighbours
@@ -38,7 +40,9 @@ typedef struct {
   int64_t int_lo, int_hi; /* global rows using cint */
   int il, ir;             /* reach of the interior stencil */
   rmaop_plan halo, halo_rev;
-  void *ghost;            /* (hl + hr) * ninner elements, in the context's memory */
+  void *ghost;               /* (hl + hr) * ninner elements, in the context's memory (plans only) */
+  rmaop__khalo *kh, *kh_dev; /* ghost rows put by kernels (NULL: the plans): the host copy, the kernels' */
+  rmaop_win kh_win;
   rmaop_vec in, out;
   rmaop_ctx ctx;
   int dev;                /* device memory: the local work runs as kernels on the context's stream */
@@ -82,26 +86,47 @@ static void stencil_shape(stencil *s) {
   }
 }
 
-/* The ghost plan: every rank sends the rows its neighbours' stencils reach (rows of others within hl
- * before or hr after their range). Ghost layout on the receiver: hl rows before, then hr rows after. */
-static rmaop_status build_halo(rmaop_ctx ctx, stencil *s, rmaop_dtype dtype, const int64_t *rows, const int64_t *offs,
-                               const char *label) {
-  rmaop_transfer *t = NULL;
-  rmaop_status st = rmaop__calloc(ctx, 2 * (size_t)ctx->size + 1, sizeof *t, "halo transfers", (void **)&t);
-  RMAOP_CHECK(rmaop__agree(ctx, st, "derivative halo"));
+/* Rank r's ghost transfers, in rows: every rank sends the rows its neighbours' stencils reach (rows of others within
+ * hl before or hr after their range), by ascending target; ghost layout on the receiver: hl rows before, then hr rows
+ * after. t[] has room for 2 (P - 1); returns the count. */
+static int ghost_transfers(const stencil *s, int P, int r, const int64_t *rows, const int64_t *offs,
+                           rmaop__kh_xfer *t) {
   int nt = 0;
-  const int64_t lo = s->off, hi = s->off + s->n, w = s->ninner;
-  for (int q = 0; q < ctx->size; ++q) {
-    if (q == ctx->rank || rows[q] == 0) continue;
+  const int64_t lo = offs[r], hi = offs[r] + rows[r];
+  for (int q = 0; q < P; ++q) {
+    if (q == r || rows[q] == 0)
+      continue;
     const int64_t want[2][2] = {{offs[q] - s->hl, offs[q]}, {offs[q] + rows[q], offs[q] + rows[q] + s->hr}};
     const int64_t base[2] = {offs[q] - s->hl, offs[q] + rows[q] - s->hl};
     for (int side = 0; side < 2; ++side) {
       int64_t a = want[side][0] > lo ? want[side][0] : lo, b = want[side][1] < hi ? want[side][1] : hi;
       if (a < 0) a = 0;
       if (b > s->N) b = s->N;
-      if (a < b) t[nt++] = (rmaop_transfer){q, (a - lo) * w, (a - base[side]) * w, (b - a) * w};
+      if (a < b)
+        t[nt++] = (rmaop__kh_xfer){.peer = q, .rows = (int)(b - a), .src = a - lo, .dst = a - base[side]};
     }
   }
+  return nt;
+}
+
+/* The ghost plan and its reverse (the adjoint's, ADD). */
+static rmaop_status build_halo(rmaop_ctx ctx, stencil *s, rmaop_dtype dtype, const int64_t *rows, const int64_t *offs,
+                               const char *label) {
+  rmaop_transfer *t = NULL;
+  rmaop__kh_xfer *x = NULL;
+  rmaop_status st = rmaop__calloc(ctx, 2 * (size_t)ctx->size + 1, sizeof *t, "halo transfers", (void **)&t);
+  if (st == RMAOP_OK)
+    st = rmaop__calloc(ctx, 2 * (size_t)ctx->size + 1, sizeof *x, "halo transfers", (void **)&x);
+  st = rmaop__agree(ctx, st, "derivative halo");
+  if (st != RMAOP_OK) {
+    free(t);
+    return st;
+  }
+  const int nt = ghost_transfers(s, ctx->size, ctx->rank, rows, offs, x);
+  const int64_t w = s->ninner;
+  for (int i = 0; i < nt; ++i)
+    t[i] = (rmaop_transfer){x[i].peer, x[i].src * w, x[i].dst * w, x[i].rows * w};
+  free(x);
   rmaop_plan_spec spec = {.dtype = dtype, .src_len = s->n * w, .dst_len = (int64_t)(s->hl + s->hr) * w,
                           .nsends = nt, .sends = t, .nrecvs = -1, .label = label};
   st = rmaop_plan_create(ctx, &spec, &s->halo);
@@ -110,6 +135,101 @@ static rmaop_status build_halo(rmaop_ctx ctx, stencil *s, rmaop_dtype dtype, con
   char rev[128];
   snprintf(rev, sizeof rev, "%s^H", label);
   return rmaop_plan_reverse(s->halo, rev, &s->halo_rev);
+}
+
+/* Whether the ghost rows go by kernel puts (RMAOP_HALO; the same on every rank): a distributed stencil on a device
+ * context over ipc that is not traced (a trace times each exchange from the host: plans), at 2+ ranks. */
+static int kh_wanted(rmaop_ctx ctx, const stencil *s) {
+  if (!s->distributed || !s->dev || ctx->size < 2 || ctx->trace_on || ctx->halo == RMAOP__HALO_PLAN)
+    return 0;
+  return rmaop__dev_ipc_path(ctx) && (ctx->halo == RMAOP__HALO_KERNEL || rmaop__gpu_per_rank(ctx));
+}
+
+static size_t round128(size_t b) {
+  return (b + 127) & ~(size_t)127;
+}
+
+/* The kernel-put exchange (rmaop__khalo): every rank's transfers (each rank lays out the others' from the split),
+ * the window and its device handle, the descriptor in device memory. Collective. */
+static rmaop_status build_kh(rmaop_ctx ctx, stencil *s, const int64_t *rows, const int64_t *offs) {
+  const int P = ctx->size, me = ctx->rank;
+  rmaop__khalo *h = NULL;
+  rmaop__kh_xfer *all = NULL;
+  int *cnt = NULL;
+  rmaop_status st = rmaop__calloc(ctx, 1, sizeof *h, "derivative ghost exchange", (void **)&h);
+  if (st == RMAOP_OK)
+    st = rmaop__calloc(ctx, (size_t)P * RMAOP__KH_MAX, sizeof *all, "ghost transfers", (void **)&all);
+  if (st == RMAOP_OK)
+    st = rmaop__calloc(ctx, (size_t)P, sizeof *cnt, "ghost transfers", (void **)&cnt);
+  st = rmaop__agree(ctx, st, "derivative ghost exchange");
+  if (st == RMAOP_OK) {
+    s->kh = h;
+    int64_t most = 0; /* receive rows of the rank with the most */
+    for (int r = 0; r < P; ++r) {
+      cnt[r] = ghost_transfers(s, P, r, rows, offs, all + (size_t)r * RMAOP__KH_MAX);
+      int64_t sum = 0;
+      for (int i = 0; i < cnt[r]; ++i)
+        sum += all[(size_t)r * RMAOP__KH_MAX + i].rows;
+      if (sum > most)
+        most = sum;
+    }
+    const size_t es = rmaop_dtype_size(s->dtype);
+    h->n = s->n, h->ninner = s->ninner;
+    h->recv_at = round128((size_t)((s->hl + s->hr) * s->ninner) * es);
+    h->half = h->recv_at + round128((size_t)(most * s->ninner) * es);
+    int nb[RMAOP_DEVICE_MAX_PEERS] = {0};
+    const rmaop__kh_xfer *mine = all + (size_t)me * RMAOP__KH_MAX;
+    int64_t slot = 0;
+    h->add_head = 0, h->add_tail = s->n;
+    for (int i = 0; i < cnt[me]; ++i) { /* forward puts, and where their adjoint contributions come back */
+      const rmaop__kh_xfer t = mine[i];
+      h->fwd[h->nfwd++] = t;
+      h->recv[h->nrecv++] = (rmaop__kh_xfer){.peer = t.peer, .rows = t.rows, .src = slot, .dst = t.src};
+      slot += t.rows;
+      nb[t.peer] = 1;
+      if (t.peer < me && t.src + t.rows > h->add_head)
+        h->add_head = t.src + t.rows;
+      if (t.peer > me && t.src < h->add_tail)
+        h->add_tail = t.src;
+    }
+    if (h->add_head > h->add_tail)
+      h->add_head = h->add_tail = s->n; /* few rows: all of them */
+    for (int p = 0; p < P; ++p) {       /* who puts ghost rows here: the adjoint's targets, with their receive rows */
+      if (p == me)
+        continue;
+      int64_t at = 0;
+      for (int i = 0; i < cnt[p]; ++i) {
+        const rmaop__kh_xfer t = all[(size_t)p * RMAOP__KH_MAX + i];
+        if (t.peer == me) {
+          h->adj[h->nadj++] = (rmaop__kh_xfer){.peer = p, .rows = t.rows, .src = t.dst, .dst = at};
+          if (!nb[p])
+            nb[p] = 2;
+          if (h->nfrom == 0 || h->from[h->nfrom - 1] != p)
+            h->from[h->nfrom++] = p;
+        }
+        at += t.rows;
+      }
+    }
+    for (int p = 0; p < P; ++p)
+      if (nb[p])
+        h->nb[h->nnb++] = p;
+    void *base = NULL;
+    st = rmaop_win_allocate(ctx, 2 * h->half, &s->kh_win, &base);
+    if (st == RMAOP_OK)
+      st = rmaop_win_device_handle(s->kh_win, &h->w);
+    st = rmaop__agree(ctx, st, "derivative ghost exchange window");
+  }
+  if (st == RMAOP_OK)
+    st = rmaop__dev_malloc(ctx, sizeof *h, "derivative ghost exchange", (void **)&s->kh_dev);
+  if (st == RMAOP_OK)
+    st = rmaop__dev_copy(ctx, s->kh_dev, h, sizeof *h);
+  if (st == RMAOP_OK)
+    st = rmaop__dev_sync(ctx);
+  free(all);
+  free(cnt);
+  if (!s->kh)
+    free(h);
+  return rmaop__agree(ctx, st, "derivative ghost exchange");
 }
 
 /* ---- kernels: T the element type, R its real type ---- */
@@ -284,7 +404,10 @@ static void adjoint_block_inner(const stencil *s, const terms *t, fast_range f, 
 static rmaop_status st_forward_begin(stencil *s, rmaop_vec xv, rmaop_vec yv) {
   s->in = xv;
   s->out = yv;
-  if (s->distributed) RMAOP_CHECK(rmaop_plan_begin(s->halo, xv->data, s->ghost, RMAOP_INSERT));
+  if (s->kh)
+    RMAOP_CHECK(rmaop__dev_kh_put_rows(s->ctx, s->dtype, s->kh_dev, s->kh, xv->data));
+  else if (s->distributed)
+    RMAOP_CHECK(rmaop_plan_begin(s->halo, xv->data, s->ghost, RMAOP_INSERT));
   if (s->dev) { /* one launch: the interior rows, or every row of a local axis */
     const rmaop__stencil_desc d = dev_desc(s);
     const int64_t a = s->distributed ? d.flo : s->off, b = s->distributed ? d.fhi : s->off + s->n;
@@ -301,9 +424,15 @@ static rmaop_status st_forward_begin(stencil *s, rmaop_vec xv, rmaop_vec yv) {
 
 /* Forward, second half: the rows next to rank boundaries and global edges, once the ghosts are in. */
 static rmaop_status st_forward_end(stencil *s) {
-  if (!s->distributed) return RMAOP_OK;
-  RMAOP_CHECK(rmaop_plan_end(s->halo));
+  if (!s->distributed)
+    return RMAOP_OK;
   const fast_range f = fast_rows(s);
+  if (s->kh) { /* the launch waits for the ghost rows' signals */
+    const rmaop__stencil_desc d = dev_desc(s);
+    return rmaop__dev_stencil_forward_kh(s->ctx, s->dtype, &d, s->kh_dev, s->in->data, s->out->data, s->off, f.flo,
+                                         f.fhi, s->off + s->n);
+  }
+  RMAOP_CHECK(rmaop_plan_end(s->halo));
   if (s->dev) { /* the ghosts are on the stream before this launch */
     const rmaop__stencil_desc d = dev_desc(s);
     return rmaop__dev_stencil_forward(s->ctx, s->dtype, &d, s->in->data, s->ghost, s->out->data, s->off, f.flo,
@@ -324,7 +453,9 @@ static rmaop_status st_adjoint_begin(stencil *s, rmaop_vec yv, rmaop_vec xv) {
   s->out = xv;
   if (s->dev) { /* the ghost rows' sums, sent back while the local rows are gathered */
     const rmaop__stencil_desc d = dev_desc(s);
-    if (s->distributed) {
+    if (s->kh) {
+      RMAOP_CHECK(rmaop__dev_kh_put_adjoint(s->ctx, s->dtype, &d, s->kh_dev, s->kh, yv->data));
+    } else if (s->distributed) {
       RMAOP_CHECK(rmaop__dev_stencil_adjoint_ghost(s->ctx, s->dtype, &d, yv->data, s->ghost));
       RMAOP_CHECK(rmaop_plan_begin(s->halo_rev, s->ghost, xv->data, RMAOP_ADD));
     }
@@ -347,12 +478,19 @@ static rmaop_status st_adjoint_begin(stencil *s, rmaop_vec yv, rmaop_vec xv) {
   return RMAOP_OK;
 }
 
-static rmaop_status st_adjoint_end(stencil *s) { return s->distributed ? rmaop_plan_end(s->halo_rev) : RMAOP_OK; }
+static rmaop_status st_adjoint_end(stencil *s) {
+  if (s->kh)
+    return rmaop__dev_kh_add(s->ctx, s->dtype, s->kh_dev, s->kh, s->out->data);
+  return s->distributed ? rmaop_plan_end(s->halo_rev) : RMAOP_OK;
+}
 
 static void st_free(stencil *s) {
   if (!s) return;
   rmaop_plan_destroy(&s->halo);
   rmaop_plan_destroy(&s->halo_rev);
+  rmaop_win_destroy(&s->kh_win);
+  rmaop__dev_free(s->kh_dev);
+  free(s->kh);
   if (s->dev) {
     rmaop__dev_free(s->ghost);
     s->ghost = NULL;
@@ -663,7 +801,9 @@ static rmaop_status stencil_build(rmaop_ctx ctx, const rmaop_deriv_spec *spec, i
     s->off = 0, s->n = s->N, s->nouter = my_rows * before, s->ninner = after;
   }
   stencil_shape(s);
-  if (s->distributed) {
+  if (kh_wanted(ctx, s)) {
+    st = build_kh(ctx, s, rows->sizes, rows->offsets);
+  } else if (s->distributed) {
     const size_t ghost_n = (size_t)((s->hl + s->hr) * inner) + 1;
     if (s->dev) st = rmaop__dev_malloc(ctx, ghost_n * rmaop_dtype_size(spec->dtype), "ghost rows", &s->ghost);
     else st = rmaop__calloc(ctx, ghost_n, rmaop_dtype_size(spec->dtype), "ghost rows", &s->ghost);
@@ -935,7 +1075,10 @@ static rmaop_status lap_apply_begin(rmaop_op A, rmaop_vec x, rmaop_vec y) {
   const rmaop__lap_desc *L = &l->dev;
   if (!l->dist)
     return rmaop__dev_laplacian_forward(A->ctx, A->dtype, L, x->data, NULL, y->data, L->off, L->off + L->rows, 0, 0);
-  RMAOP_CHECK(rmaop_plan_begin(l->dist->halo, x->data, l->dist->ghost, RMAOP_INSERT));
+  if (l->dist->kh)
+    RMAOP_CHECK(rmaop__dev_kh_put_rows(A->ctx, A->dtype, l->dist->kh_dev, l->dist->kh, x->data));
+  else
+    RMAOP_CHECK(rmaop_plan_begin(l->dist->halo, x->data, l->dist->ghost, RMAOP_INSERT));
   return rmaop__dev_laplacian_forward(A->ctx, A->dtype, L, x->data, l->dist->ghost, y->data, L->dist.flo, L->dist.fhi,
                                       0, 0);
 }
@@ -947,8 +1090,11 @@ static rmaop_status lap_apply_end(rmaop_op A) {
     return lap_forward_end(l, l->in, l->out, NULL, 0);
   if (!l->dist)
     return RMAOP_OK;
-  RMAOP_CHECK(rmaop_plan_end(l->dist->halo));
   const rmaop__lap_desc *L = &l->dev;
+  if (l->dist->kh) /* the launch waits for the ghost rows' signals */
+    return rmaop__dev_laplacian_forward_kh(A->ctx, A->dtype, L, l->dist->kh_dev, l->in->data, l->out->data, L->off,
+                                           L->dist.flo, L->dist.fhi, L->off + L->rows);
+  RMAOP_CHECK(rmaop_plan_end(l->dist->halo));
   return rmaop__dev_laplacian_forward(A->ctx, A->dtype, L, l->in->data, l->dist->ghost, l->out->data, L->off,
                                       L->dist.flo, L->dist.fhi, L->off + L->rows);
 }
@@ -959,7 +1105,10 @@ static rmaop_status lap_adjoint_begin(rmaop_op A, rmaop_vec y, rmaop_vec x) {
   l->in = y, l->out = x;
   if (!lap_on_device(l))
     return lap_adjoint_begin_rows(l, y, x, NULL, NULL, 0);
-  if (l->dist) { /* the ghost rows' sums, sent back while the local rows are gathered */
+  if (l->dist && l->dist->kh) { /* the ghost rows' sums, put while the local rows are gathered */
+    l->dist->out = x;           /* st_adjoint_end adds what comes back into it */
+    RMAOP_CHECK(rmaop__dev_kh_put_adjoint(A->ctx, A->dtype, &l->dev.dist, l->dist->kh_dev, l->dist->kh, y->data));
+  } else if (l->dist) { /* the ghost rows' sums, sent back while the local rows are gathered */
     RMAOP_CHECK(rmaop__dev_stencil_adjoint_ghost(A->ctx, A->dtype, &l->dev.dist, y->data, l->dist->ghost));
     RMAOP_CHECK(rmaop_plan_begin(l->dist->halo_rev, l->dist->ghost, x->data, RMAOP_ADD));
   }

@@ -24,7 +24,7 @@ int rmaop__resident_wanted(rmaop_op A, rmaop_vec x, rmaop_vec y) {
   if (!RMAOP__ON_DEVICE(ctx) || !rmaop__vec_device_dots_ok(x) || !rmaop__vec_device_dots_ok(y)) return 0;
   if (ctx->solver_scalars == RMAOP__SCALARS_RESIDENT) return 1;
   /* auto: one node, a GPU per rank (two ranks sharing a GPU were not faster: PERFORMANCE.md) */
-  return ctx->solver_scalars == RMAOP__SCALARS_AUTO && ctx->node_size == ctx->size && ctx->size <= rmaop__dev_count();
+  return ctx->solver_scalars == RMAOP__SCALARS_AUTO && rmaop__gpu_per_rank(ctx);
 }
 
 /* A derivative along axis 0 of float64 (its descriptor in *d). */
@@ -52,15 +52,6 @@ static int match_cg(rmaop_op A, rmaop_op *D, rmaop_op *diag, int *diag_first) {
       return 1;
     }
   return 0;
-}
-
-/* The path: the rma backend over ipc towards every rank (win.c's rule for GPU windows), at most 16 ranks. */
-static int path_ok(rmaop_ctx ctx) {
-  rmaop_ctx_info ci;
-  if (rmaop_ctx_get_info(ctx, &ci) != RMAOP_OK || strcmp(ci.backend, "rma") != 0) return 0;
-  const int ipc = ci.rma.transport == RMAOP_TRANSPORT_IPC ||
-                  (ci.rma.transport == RMAOP_TRANSPORT_AUTO && ctx->node_size == ctx->size);
-  return ipc && ctx->size <= RMAOP_DEVICE_MAX_PEERS;
 }
 
 /* The halo transfers (rmaop__res_args: send, recv) of a stencil of gw ghost rows per side, rows split as rows[] /
@@ -235,7 +226,7 @@ static rmaop_status run(rmaop_op A, rmaop_op D, rmaop_op diag, rmaop__res_args *
  * disagreement would leave the others waiting in the window's creation). */
 static rmaop_status eligible(rmaop_op A, rmaop_vec x, const rmaop_solver_options *o, int ok, int *all) {
   rmaop_ctx ctx = A->ctx;
-  ok = ok && o->callback == NULL && x->dtype == RMAOP_F64 && path_ok(ctx) &&
+  ok = ok && o->callback == NULL && x->dtype == RMAOP_F64 && rmaop__dev_ipc_path(ctx) &&
        rmaop__dev_resident_grid(ctx, 1, 1) > 0; /* the GPU launches cooperative kernels */
   *all = 0;
   return rmaop__allreduce_bounded(ctx, &ok, all, 1, MPI_INT, MPI_MIN, "resident solve eligibility");

@@ -339,6 +339,105 @@ START_TEST(test_allreduce_graph_capture) {
 }
 END_TEST
 
+/* Whether this run's derivatives put their ghost rows from kernels (RMAOP_HALO=kernel on rma over ipc, 2+ ranks):
+ * their applications then need no plan and can be captured on every ipc path. From the environment the test list
+ * sets. */
+static int kernel_halo_expected(void) {
+  const char *h = getenv("RMAOP_HALO"), *b = getenv("RMAOP_BACKEND"), *t = getenv("RMAOP_RMA_TRANSPORT");
+  return rt_size > 1 && h && strcmp(h, "kernel") == 0 && b && strcmp(b, "rma") == 0 && t && strcmp(t, "ipc") == 0;
+}
+
+/* A derivative's and a Laplacian's forward and adjoint captured into one CUDA graph and replayed: each replay is two
+ * new exchanges per operator (the exchange numbers live in device memory), and gives the eager applications' values
+ * bit for bit on new data every round, with eager applications between the replays. Runs where the ghost rows go by
+ * kernel puts (where they go by plans, capture is test_plan_graph_capture's); succeeding at all shows the plans are
+ * not used on the copy path, which refuses capture. */
+START_TEST(test_kernel_halo_graph_capture) {
+  if (!rt_all(kernel_halo_expected()))
+    return;
+  void *sv = NULL;
+  RT_OK(rmaop_ctx_get_stream(ctx, &sv));
+  cudaStream_t st = (cudaStream_t)sv;
+  const rmaop_grid grid = {.ndim = 2, .dims = {5 * rt_size + 1, 7}, .local_rows = -1};
+  rmaop_op A[2] = {NULL, NULL};
+  const rmaop_deriv_spec ds = {.grid = grid, .axis = 0, .kind = RMAOP_DERIV_CENTERED5, .edge = 1, .dtype = RMAOP_F64};
+  RT_OK(rmaop_op_create_first_derivative(ctx, &ds, &A[0]));
+  const rmaop_laplacian_spec ls = {
+      .grid = grid, .weights = {1.5, -0.5}, .kind = RMAOP_DERIV_CENTERED3, .edge = 1, .dtype = RMAOP_F64};
+  RT_OK(rmaop_op_create_laplacian(ctx, &ls, &A[1]));
+  rmaop_op_info oi;
+  RT_OK(rmaop_op_get_info(A[0], &oi));
+  rmaop_vec x = NULL, y[2], z[2], ye[2], ze[2];
+  RT_OK(rmaop_vec_create(oi.model, RMAOP_F64, &x));
+  for (int k = 0; k < 2; ++k) {
+    RT_OK(rmaop_vec_duplicate(x, &y[k]));
+    RT_OK(rmaop_vec_duplicate(x, &z[k]));
+    RT_OK(rmaop_vec_duplicate(x, &ye[k]));
+    RT_OK(rmaop_vec_duplicate(x, &ze[k]));
+  }
+  rmaop_vec_info vi;
+  RT_OK(rmaop_vec_get_info(x, &vi));
+  const int64_t n = vi.local_n;
+  double *h = calloc((size_t)n + 1, sizeof *h), *a = calloc((size_t)n + 1, sizeof *a),
+         *b = calloc((size_t)n + 1, sizeof *b);
+  RT_CHECK(h && a && b, "out of memory");
+  for (int k = 0; k < 2; ++k) { /* first applications eagerly */
+    RT_OK(rmaop_op_apply(A[k], x, y[k]));
+    RT_OK(rmaop_op_apply_adjoint(A[k], y[k], z[k]));
+  }
+  cudaGraph_t g = NULL;
+  cudaGraphExec_t ge = NULL;
+  CUDA_OK(cudaStreamSynchronize(st));
+  CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+  rmaop_status sc = RMAOP_OK;
+  for (int k = 0; k < 2 && sc == RMAOP_OK; ++k) {
+    sc = rmaop_op_apply(A[k], x, y[k]);
+    if (sc == RMAOP_OK)
+      sc = rmaop_op_apply_adjoint(A[k], y[k], z[k]);
+  }
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", rmaop_ctx_last_error(ctx));
+  CUDA_OK(cudaStreamEndCapture(st, &g));
+  RT_CHECK(sc == RMAOP_OK, "capturing the operators' applications: %s: %s", rmaop_status_string(sc), msg);
+  CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
+  for (int round = 0; round < 4; ++round) {
+    for (int64_t i = 0; i < n; ++i)
+      h[i] = creal(rt_value(1000 * rt_rank + i + 17 * round, 3));
+    CUDA_OK(cudaMemcpyAsync(arr(x), h, (size_t)n * sizeof *h, cudaMemcpyHostToDevice, st));
+    CUDA_OK(cudaGraphLaunch(ge, st));
+    for (int k = 0; k < 2; ++k) { /* the same data eagerly, between the replays */
+      RT_OK(rmaop_op_apply(A[k], x, ye[k]));
+      RT_OK(rmaop_op_apply_adjoint(A[k], ye[k], ze[k]));
+    }
+    for (int k = 0; k < 2; ++k)
+      for (int v2 = 0; v2 < 2; ++v2) {
+        RT_OK(rmaop_vec_read_local(v2 ? z[k] : y[k], a));
+        RT_OK(rmaop_vec_read_local(v2 ? ze[k] : ye[k], b));
+        int64_t bad = -1; /* one check per vector: the ranks' element counts differ */
+        for (int64_t i = 0; i < n && bad < 0; ++i)
+          if (a[i] != b[i])
+            bad = i;
+        RT_CHECK(bad < 0, "round %d, %s %s: element %lld replayed %.17g, eager %.17g", round,
+                 k ? "Laplacian" : "derivative", v2 ? "adjoint" : "forward", (long long)bad, bad < 0 ? 0 : a[bad],
+                 bad < 0 ? 0 : b[bad]);
+      }
+  }
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  free(h);
+  free(a);
+  free(b);
+  for (int k = 0; k < 2; ++k) {
+    rmaop_vec_destroy(&y[k]);
+    rmaop_vec_destroy(&z[k]);
+    rmaop_vec_destroy(&ye[k]);
+    rmaop_vec_destroy(&ze[k]);
+    rmaop_op_destroy(&A[k]);
+  }
+  rmaop_vec_destroy(&x);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("gpu_plan");
   TCase *tc = tcase_create("plan");
@@ -349,6 +448,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_public_gpu_window);
   tcase_add_test(tc, test_plan_graph_capture);
   tcase_add_test(tc, test_allreduce_graph_capture);
+  tcase_add_test(tc, test_kernel_halo_graph_capture);
   suite_add_tcase(s, tc);
   return s;
 }
