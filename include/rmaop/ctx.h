@@ -105,7 +105,8 @@ rmaop_status rmaop_ctx_synchronize(rmaop_ctx ctx);
  * with the peers, which must replay the same graph, as often and in the same order relative to the other
  * rmaop work on these plans. Capturable (rmaop_ctx_info.graph_capture): every plan on one rank; the nccl
  * backend; the rma backend over ipc on the kernel path (RMAOP_IPC_PATH=kernel), whose flag values come from
- * device counters. Not capturable (RMAOP_ERR_UNSUPPORTED names the reason, before anything is enqueued, so
+ * device counters; derivatives and Laplacians whose ghost rows go by kernel puts (RMAOP_HALO), on either ipc
+ * path (their exchange numbers live in device memory). Not capturable (RMAOP_ERR_UNSUPPORTED names the reason, before anything is enqueued, so
  * the capture can still be ended): the twosided backend and rma over MPI or host staging (their messages are host-side MPI calls),
  * the ipc copy path (its flag values are fixed when enqueued), public window epochs (their end waits on the
  * host), and any call that waits on the host or allocates: dots and norms returning doubles,
