@@ -65,10 +65,57 @@ START_TEST(test_plan_peer_absent) {
 }
 END_TEST
 
+/* The same with a derivative whose ghost rows go by kernel puts (RMAOP_HALO=kernel over ipc, set by the test list):
+ * rank 0 refuses an application; the others' edge-row kernel gives up waiting for its signal on the GPU timer, and
+ * their next synchronization says RMAOP_ERR_TIMEOUT naming rank 0. */
+START_TEST(test_kernel_halo_peer_absent) {
+  const char *halo = getenv("RMAOP_HALO");
+  if (!rt_device() || !halo || strcmp(halo, "kernel") != 0)
+    return;
+  rmaop_ctx_options o;
+  rmaop_ctx_options_init(&o);
+  o.timeout = timeout_s;
+  rmaop_ctx ctx = NULL;
+  RT_OK(rmaop_ctx_create(MPI_COMM_WORLD, &o, &ctx));
+  const rmaop_deriv_spec ds = {.grid = {.ndim = 1, .dims = {16 * rt_size}, .local_rows = -1},
+                               .kind = RMAOP_DERIV_CENTERED3, .dtype = RMAOP_F64};
+  rmaop_op D = NULL;
+  RT_OK(rmaop_op_create_first_derivative(ctx, &ds, &D));
+  rmaop_op_info oi;
+  RT_OK(rmaop_op_get_info(D, &oi));
+  rmaop_vec x = NULL, y = NULL;
+  RT_OK(rmaop_vec_create(oi.model, RMAOP_F64, &x));
+  RT_OK(rmaop_vec_create(oi.data, RMAOP_F64, &y));
+  RT_OK(rmaop_vec_set(x, 1.0));
+  RT_OK(rmaop_op_apply(D, x, y)); /* everybody in step once */
+  RT_OK(rmaop_ctx_synchronize(ctx));
+
+  rt_watchdog(WATCHDOG_S, "test_timeout: a kernel-put halo's wait does not honour the context's timeout");
+  double t0 = MPI_Wtime();
+  rmaop_status st = rmaop_op_apply(D, rt_rank == 0 ? NULL : x, y);
+  if (st == RMAOP_OK)
+    st = rmaop_ctx_synchronize(ctx);
+  double waited = MPI_Wtime() - t0;
+  rt_watchdog(0, NULL);
+  RT_CHECK(rt_rank == 0 ? st == RMAOP_ERR_ARG : st == RMAOP_ERR_TIMEOUT, "apply -> %s after %.2f s: %s",
+           rmaop_status_string(st), waited, rmaop_ctx_last_error(NULL));
+  RT_CHECK(rt_rank == 0 || (waited >= 0.9 * timeout_s && waited < 2 * timeout_s),
+           "returned after %.2f s with a %.2f s timeout", waited, timeout_s);
+  RT_CHECK(rt_rank == 0 || strstr(rmaop_ctx_last_error(NULL), "rank 0") != NULL,
+           "the timeout message does not name the absent rank 0: %s", rmaop_ctx_last_error(NULL));
+  MPI_Barrier(MPI_COMM_WORLD);
+  rmaop_vec_destroy(&x);
+  rmaop_vec_destroy(&y);
+  rmaop_op_destroy(&D);
+  rmaop_ctx_destroy(&ctx);
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("timeout");
   TCase *tc = tcase_create("timeout");
   tcase_add_test(tc, test_plan_peer_absent);
+  tcase_add_test(tc, test_kernel_halo_peer_absent);
   suite_add_tcase(s, tc);
   return s;
 }
