@@ -100,6 +100,13 @@ typedef struct {
 rmaop_status rmaop__dev_stencil_forward(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d, const void *x,
                                         const void *ghost, void *y, int64_t a1, int64_t b1, int64_t a2, int64_t b2);
 
+/* Forward rows [*lo, *hi) that read no ghost row (a distributed stencil's fast rows), in one launch: the rows whose
+ * taps are all local through the flat kernel, *lo and *hi set to that range, the others of [*lo, *hi) left for the
+ * caller's edge-row launch; where none are flat (N-D, short blocks), all of [*lo, *hi) through the general kernel,
+ * the range unchanged. */
+rmaop_status rmaop__dev_stencil_forward_interior(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
+                                                 const void *x, void *y, int64_t *lo, int64_t *hi);
+
 /* Adjoint, local rows: x[j] (=|+=) sum_k c_k(j - k) y[j - k] over the local rows j - k (the transpose in
  * gather form, one thread per element of x). */
 rmaop_status rmaop__dev_stencil_adjoint_local(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,

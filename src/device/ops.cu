@@ -199,18 +199,18 @@ __device__ __forceinline__ T scatter_into(const rmaop__stencil_desc &d, T s, con
   return s;
 }
 
-/* Adjoint in gather form: one thread per element of x's local rows (ghost = 0) or of the ghost rows
- * (ghost = 1, written to out, nouter = 1). */
+/* Adjoint in gather form: one thread per element of x's local rows [row0, row0 + n1) and [row2, row2 + nrows - n1)
+ * (ghost = 0) or of the ghost rows (ghost = 1, written to out, nouter = 1, one range from 0). */
 template <typename T>
-__global__ void k_adjoint(rmaop__stencil_desc d, const T *y, T *out, int ghost, int64_t row0, int64_t nrows,
-                          int64_t total) {
+__global__ void k_adjoint(rmaop__stencil_desc d, const T *y, T *out, int ghost, int64_t row0, int64_t n1,
+                          int64_t row2, int64_t nrows, int64_t total) {
   typedef ar<T> A;
   typedef typename A::R R;
   const int64_t stride = ghost ? nrows : d.n; /* rows per outer block of out */
   GRID_STRIDE(e, total) {
     int64_t i, r, o;
     split(e, d.ninner, nrows, i, r, o);
-    r += row0;
+    r = r < n1 ? row0 + r : row2 + (r - n1);
     const int64_t j = !ghost ? d.off + r : r < d.hl ? d.off - d.hl + r : d.off + d.n + (r - d.hl);
     T *xp = out + (o * stride + r) * d.ninner + i;
     if (!ghost && j >= d.jlo && j < d.jhi) { /* host: flat gather from interior rows */
@@ -340,12 +340,13 @@ rmaop_status forward_general(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil
   return RMAOP_OK;
 }
 
+/* Local rows [r1, r1 + n1) and [r2, r2 + n2) in one launch. */
 rmaop_status adjoint_general(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d, const void *y, void *x,
-                             int64_t row0, int64_t nrows) {
-  const int64_t total = nrows * d->nouter * d->ninner;
+                             int64_t r1, int64_t n1, int64_t r2, int64_t n2) {
+  const int64_t nrows = n1 + n2, total = nrows * d->nouter * d->ninner;
   if (total <= 0) return RMAOP_OK;
-  DISPATCH(dt, (k_adjoint<T><<<grid_for(total, THREADS), THREADS, 0, STREAM(ctx)>>>(*d, (const T *)y, (T *)x, 0, row0,
-                                                                                    nrows, total)));
+  DISPATCH(dt, (k_adjoint<T><<<grid_for(total, THREADS), THREADS, 0, STREAM(ctx)>>>(*d, (const T *)y, (T *)x, 0, r1,
+                                                                                    n1, r2, nrows, total)));
   RMAOP_CHECK_LAUNCH(ctx);
   return RMAOP_OK;
 }
@@ -556,13 +557,22 @@ extern "C" rmaop_status rmaop__dev_stencil_forward(rmaop_ctx ctx, rmaop_dtype dt
   return forward_general(ctx, dt, d, x, ghost, y, a1, lo, hi, b1);
 }
 
+extern "C" rmaop_status rmaop__dev_stencil_forward_interior(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
+                                                            const void *x, void *y, int64_t *lo, int64_t *hi) {
+  const int64_t a = *lo, b = *hi;
+  int64_t l = a, h = b;
+  RMAOP_CHECK(flat_rows(ctx, dt, d, x, y, 1, l, h));
+  if (h <= l) return forward_general(ctx, dt, d, x, NULL, y, a, b, 0, 0); /* [lo, hi) stays [a, b) */
+  *lo = l, *hi = h;
+  return RMAOP_OK;
+}
+
 extern "C" rmaop_status rmaop__dev_stencil_adjoint_local(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
                                                          const void *y, void *x) {
   int64_t lo = d->jlo, hi = d->jhi;
   RMAOP_CHECK(flat_rows(ctx, dt, d, y, x, -1, lo, hi));
-  if (hi <= lo) return adjoint_general(ctx, dt, d, y, x, 0, d->n);
-  RMAOP_CHECK(adjoint_general(ctx, dt, d, y, x, 0, lo - d->off));
-  return adjoint_general(ctx, dt, d, y, x, hi - d->off, d->off + d->n - hi);
+  if (hi <= lo) return adjoint_general(ctx, dt, d, y, x, 0, d->n, 0, 0);
+  return adjoint_general(ctx, dt, d, y, x, 0, lo - d->off, hi - d->off, d->off + d->n - hi);
 }
 
 extern "C" rmaop_status rmaop__dev_stencil_adjoint_ghost(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
@@ -572,7 +582,7 @@ extern "C" rmaop_status rmaop__dev_stencil_adjoint_ghost(rmaop_ctx ctx, rmaop_dt
   const int64_t nrows = (int64_t)d->hl + d->hr, total = nrows * d->ninner;
   if (total <= 0) return RMAOP_OK;
   DISPATCH(dt, (k_adjoint<T><<<grid_for(total, THREADS), THREADS, 0, STREAM(ctx)>>>(*d, (const T *)y, (T *)ghost, 1, 0,
-                                                                                    nrows, total)));
+                                                                                    nrows, 0, nrows, total)));
   RMAOP_CHECK_LAUNCH(ctx);
   return RMAOP_OK;
 }

@@ -114,6 +114,11 @@ rmaop_status rmaop__dev_stencil_forward(rmaop_ctx ctx, rmaop_dtype dt, const rma
   return NO_CUDA(ctx);
 }
 
+rmaop_status rmaop__dev_stencil_forward_interior(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
+                                                 const void *x, void *y, int64_t *lo, int64_t *hi) {
+  return NO_CUDA(ctx);
+}
+
 rmaop_status rmaop__dev_stencil_adjoint_local(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
                                               const void *y, void *x) {
   return NO_CUDA(ctx);

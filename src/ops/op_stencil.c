@@ -44,6 +44,7 @@ typedef struct {
   rmaop__khalo *kh, *kh_dev; /* ghost rows put by kernels (NULL: the plans): the host copy, the kernels' */
   rmaop_win kh_win;
   rmaop_vec in, out;
+  int64_t run_lo, run_hi; /* device: the rows the forward's begin computed (its end computes the others) */
   rmaop_ctx ctx;
   int dev;                /* device memory: the local work runs as kernels on the context's stream */
 } stencil;
@@ -408,10 +409,12 @@ static rmaop_status st_forward_begin(stencil *s, rmaop_vec xv, rmaop_vec yv) {
     RMAOP_CHECK(rmaop__dev_kh_put_rows(s->ctx, s->dtype, s->kh_dev, s->kh, xv->data));
   else if (s->distributed)
     RMAOP_CHECK(rmaop_plan_begin(s->halo, xv->data, s->ghost, RMAOP_INSERT));
-  if (s->dev) { /* one launch: the interior rows, or every row of a local axis */
+  if (s->dev) { /* every row of a local axis; the rows that read no ghost (one launch) of a distributed one */
     const rmaop__stencil_desc d = dev_desc(s);
-    const int64_t a = s->distributed ? d.flo : s->off, b = s->distributed ? d.fhi : s->off + s->n;
-    return rmaop__dev_stencil_forward(s->ctx, s->dtype, &d, xv->data, s->ghost, yv->data, a, b, 0, 0);
+    if (!s->distributed)
+      return rmaop__dev_stencil_forward(s->ctx, s->dtype, &d, xv->data, NULL, yv->data, s->off, s->off + s->n, 0, 0);
+    s->run_lo = d.flo, s->run_hi = d.fhi;
+    return rmaop__dev_stencil_forward_interior(s->ctx, s->dtype, &d, xv->data, yv->data, &s->run_lo, &s->run_hi);
   }
   const size_t es = rmaop_dtype_size(s->dtype);
   const fast_range f = fast_rows(s);
@@ -429,14 +432,14 @@ static rmaop_status st_forward_end(stencil *s) {
   const fast_range f = fast_rows(s);
   if (s->kh) { /* the launch waits for the ghost rows' signals */
     const rmaop__stencil_desc d = dev_desc(s);
-    return rmaop__dev_stencil_forward_kh(s->ctx, s->dtype, &d, s->kh_dev, s->in->data, s->out->data, s->off, f.flo,
-                                         f.fhi, s->off + s->n);
+    return rmaop__dev_stencil_forward_kh(s->ctx, s->dtype, &d, s->kh_dev, s->in->data, s->out->data, s->off, s->run_lo,
+                                         s->run_hi, s->off + s->n);
   }
   RMAOP_CHECK(rmaop_plan_end(s->halo));
   if (s->dev) { /* the ghosts are on the stream before this launch */
     const rmaop__stencil_desc d = dev_desc(s);
-    return rmaop__dev_stencil_forward(s->ctx, s->dtype, &d, s->in->data, s->ghost, s->out->data, s->off, f.flo,
-                                      f.fhi, s->off + s->n);
+    return rmaop__dev_stencil_forward(s->ctx, s->dtype, &d, s->in->data, s->ghost, s->out->data, s->off, s->run_lo,
+                                      s->run_hi, s->off + s->n);
   }
   forward_rows(s, s->dtype, s->in->data, s->out->data, s->off, f.flo);
   forward_rows(s, s->dtype, s->in->data, s->out->data, f.fhi, s->off + s->n);
