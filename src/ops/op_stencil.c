@@ -429,7 +429,6 @@ static rmaop_status st_forward_begin(stencil *s, rmaop_vec xv, rmaop_vec yv) {
 static rmaop_status st_forward_end(stencil *s) {
   if (!s->distributed)
     return RMAOP_OK;
-  const fast_range f = fast_rows(s);
   if (s->kh) { /* the launch waits for the ghost rows' signals */
     const rmaop__stencil_desc d = dev_desc(s);
     return rmaop__dev_stencil_forward_kh(s->ctx, s->dtype, &d, s->kh_dev, s->in->data, s->out->data, s->off, s->run_lo,
@@ -441,6 +440,7 @@ static rmaop_status st_forward_end(stencil *s) {
     return rmaop__dev_stencil_forward(s->ctx, s->dtype, &d, s->in->data, s->ghost, s->out->data, s->off, s->run_lo,
                                       s->run_hi, s->off + s->n);
   }
+  const fast_range f = fast_rows(s);
   forward_rows(s, s->dtype, s->in->data, s->out->data, s->off, f.flo);
   forward_rows(s, s->dtype, s->in->data, s->out->data, f.fhi, s->off + s->n);
   return RMAOP_OK;
@@ -887,8 +887,10 @@ static void lap_describe(laplacian *l, rmaop_layout rows, int rank, int64_t inne
  * the halo) and that, in the adjoint, rows outside the axis-0 part's gather rows get its scatters between the
  * parts before it and those after it. ---- */
 
-/* Parts [p0, p1) of the list, the axis-0 part left out, on rows [g1, g2) (each part's outer blocks within them). */
-static void row_local_forward(const laplacian *l, int p0, int p1, const char *x, char *y, int64_t g1, int64_t g2) {
+/* Parts [p0, p1) of the list, the axis-0 part left out, on rows [g1, g2) (each part's outer blocks within them):
+ * forward (in = x, out = y) or adjoint (in = y, out = x). */
+static void row_local(const laplacian *l, int adjoint, int p0, int p1, const char *in, char *out, int64_t g1,
+                      int64_t g2) {
   if (g1 >= g2)
     return; /* also: no rows at all, no outer blocks per row */
   for (int p = p0; p < p1; ++p) {
@@ -898,28 +900,18 @@ static void row_local_forward(const laplacian *l, int p0, int p1, const char *x,
     const size_t es = rmaop_dtype_size(s->dtype), blk = (size_t)(s->n * s->ninner) * es;
     const int64_t per = s->nouter / l->dev.rows; /* the part's outer blocks in one row of axis 0 */
     const fast_range f = fast_rows(s);
-    const terms t = interior_terms(s, 1);
-    for (int64_t o = (g1 - l->dev.off) * per; o < (g2 - l->dev.off) * per; ++o)
-      forward_block(s, &t, f, (char *)x + (size_t)o * blk, y + (size_t)o * blk);
-  }
-}
-
-static void row_local_adjoint(const laplacian *l, int p0, int p1, const char *y, char *x, int64_t g1, int64_t g2) {
-  if (g1 >= g2)
-    return; /* also: no rows at all, no outer blocks per row */
-  for (int p = p0; p < p1; ++p) {
-    const stencil *s = l->parts[p];
-    if (s == l->dist)
-      continue;
-    const size_t es = rmaop_dtype_size(s->dtype), blk = (size_t)(s->n * s->ninner) * es;
-    const int64_t per = s->nouter / l->dev.rows;
-    const fast_range f = fast_rows(s);
-    const terms t = interior_terms(s, -1);
-    int64_t jlo, jhi;
-    gather_rows(s, f, &jlo, &jhi);
+    const terms t = interior_terms(s, adjoint ? -1 : 1);
+    int64_t jlo = 0, jhi = 0;
+    if (adjoint)
+      gather_rows(s, f, &jlo, &jhi);
     for (int64_t o = (g1 - l->dev.off) * per; o < (g2 - l->dev.off) * per; ++o) {
-      adjoint_block_edges(s, f, jlo, jhi, (char *)y + (size_t)o * blk, x + (size_t)o * blk);
-      adjoint_block_inner(s, &t, f, jlo, jhi, (char *)y + (size_t)o * blk, x + (size_t)o * blk);
+      char *a = (char *)in + (size_t)o * blk, *b = out + (size_t)o * blk;
+      if (!adjoint) {
+        forward_block(s, &t, f, a, b);
+        continue;
+      }
+      adjoint_block_edges(s, f, jlo, jhi, a, b);
+      adjoint_block_inner(s, &t, f, jlo, jhi, a, b);
     }
   }
 }
@@ -953,13 +945,13 @@ static void lap_forward_rows(const laplacian *l, const char *x, char *y, int64_t
   for (int64_t g = g1; g < g2; ++g) {
     const size_t at = (size_t)((g - l->dev.off) * inner) * es;
     if (!d) {
-      row_local_forward(l, 0, l->n, x, y, g, g + 1);
+      row_local(l, 0, 0, l->n, x, y, g, g + 1);
     } else if (g >= df.flo && g < df.fhi) { /* in order: all its taps are local rows */
-      row_local_forward(l, 0, dp, x, y, g, g + 1);
+      row_local(l, 0, 0, dp, x, y, g, g + 1);
       flat_stencil(d->dtype, &td, x + at, y + at, inner, 1);
-      row_local_forward(l, dp + 1, l->n, x, y, g, g + 1);
+      row_local(l, 0, dp + 1, l->n, x, y, g, g + 1);
     } else { /* last, with the ghost rows */
-      row_local_forward(l, 0, l->n, x, y, g, g + 1);
+      row_local(l, 0, 0, l->n, x, y, g, g + 1);
       forward_rows(d, d->dtype, (char *)x, y, g, g + 1);
     }
     if (acc)
@@ -1025,15 +1017,15 @@ static rmaop_status lap_adjoint_begin_rows(laplacian *l, rmaop_vec yv, rmaop_vec
   update_rows(l, y, f, off, r[1], acc);
   update_rows(l, y, f, r[2], end, acc);
   if (d) {
-    row_local_adjoint(l, 0, dp, y, x, off, jlo);
-    row_local_adjoint(l, 0, dp, y, x, jhi, end);
+    row_local(l, 1, 0, dp, y, x, off, jlo);
+    row_local(l, 1, 0, dp, y, x, jhi, end);
     memset(d->ghost, 0, (size_t)((d->hl + d->hr) * inner) * es);
     adjoint_block_edges(d, df, jlo, jhi, y, x);
     RMAOP_CHECK(rmaop_plan_begin(d->halo_rev, d->ghost, x, RMAOP_ADD));
     adjoint_rows(d, d->dtype, y, x, r[0], r[1], jlo, jhi);
     adjoint_rows(d, d->dtype, y, x, r[2], r[3], jlo, jhi);
-    row_local_adjoint(l, dp + 1, l->n, y, x, off, jlo);
-    row_local_adjoint(l, dp + 1, l->n, y, x, jhi, end);
+    row_local(l, 1, dp + 1, l->n, y, x, off, jlo);
+    row_local(l, 1, dp + 1, l->n, y, x, jhi, end);
   }
   const terms td = d ? interior_terms(d, -1) : (terms){0};
   int64_t next = r[1]; /* rows [r[1], next) updated */
@@ -1042,10 +1034,10 @@ static rmaop_status lap_adjoint_begin_rows(laplacian *l, rmaop_vec yv, rmaop_vec
     if (next < want)
       update_rows(l, y, f, next, want, acc), next = want;
     const size_t at = (size_t)((g - off) * inner) * es;
-    row_local_adjoint(l, 0, dp, y, x, g, g + 1);
+    row_local(l, 1, 0, dp, y, x, g, g + 1);
     if (d)
       flat_stencil(d->dtype, &td, y + at, x + at, inner, 1);
-    row_local_adjoint(l, dp + 1, l->n, y, x, g, g + 1);
+    row_local(l, 1, dp + 1, l->n, y, x, g, g + 1);
     if (acc)
       fuse_sums(l->parts[0]->dtype, y + at, x + at, inner, in2, acc);
   }
