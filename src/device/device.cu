@@ -296,13 +296,17 @@ template <typename T> __global__ void k_set(T *x, int64_t n, double are, double 
   GRID_STRIDE(i, n) x[i] = a;
 }
 
+/* k_axpby's element, a x + b y (b0: b is 0, b1: b is 1): the one expression of every kernel whose updates must
+ * give k_axpby's bits (the solvers' device-scalar loops). */
+template <typename T> __device__ __forceinline__ T axpby_el(T a, T x, T b, T y, bool b0, bool b1) {
+  const T ax = num<T>::mul(a, x);
+  return b0 ? ax : b1 ? num<T>::add(ax, y) : num<T>::add(ax, num<T>::mul(b, y));
+}
+
 template <typename T> __global__ void k_axpby(T *y, const T *x, int64_t n, double are, double aim, double bre, double bim) {
   const T a = num<T>::make(are, aim), b = num<T>::make(bre, bim);
   const bool b0 = bre == 0.0 && bim == 0.0, b1 = bre == 1.0 && bim == 0.0;
-  GRID_STRIDE(i, n) {
-    const T ax = num<T>::mul(a, x[i]);
-    y[i] = b0 ? ax : b1 ? num<T>::add(ax, y[i]) : num<T>::add(ax, num<T>::mul(b, y[i]));
-  }
+  GRID_STRIDE(i, n) y[i] = axpby_el(a, x[i], b, y[i], b0, b1);
 }
 
 template <typename T> __global__ void k_pmult(T *w, const T *x, const T *y, int64_t n) {
@@ -464,10 +468,7 @@ __global__ void k_axpby_s(T *y, const T *x, int64_t n, const double *s, int ia, 
   const double are = ia >= 0 ? sa * s[ia] : sa, bre = ib >= 0 ? s[ib] : bconst;
   const T a = num<T>::make(are, 0.0), b = num<T>::make(bre, 0.0);
   const bool b0 = bre == 0.0, b1 = bre == 1.0;
-  GRID_STRIDE(i, n) {
-    const T ax = num<T>::mul(a, x[i]);
-    y[i] = b0 ? ax : b1 ? num<T>::add(ax, y[i]) : num<T>::add(ax, num<T>::mul(b, y[i]));
-  }
+  GRID_STRIDE(i, n) y[i] = axpby_el(a, x[i], b, y[i], b0, b1);
 }
 
 extern "C" rmaop_status rmaop__dev_axpby_s(rmaop_ctx ctx, rmaop_dtype dt, void *y, const void *x, int64_t n,
@@ -496,6 +497,81 @@ __global__ void k_cgls_scalars(const double *d, double damp2, double *st, int st
 
 extern "C" rmaop_status rmaop__dev_cgls_scalars(rmaop_ctx ctx, const double *d, double damp2, double *st, int step) {
   k_cgls_scalars<<<1, 1, 0, STREAM(ctx)>>>(d, damp2, st, step);
+  RMAOP_CHECK_LAUNCH(ctx);
+  return RMAOP_OK;
+}
+
+/* Pipelined CG's scalars (src/solvers/solver_krylov.c, pipecg_loop) on one thread, from d = (r.r, w.r) as complex
+ * pairs; st: RMAOP__PCG_* slots (device.h). Once a stop is recorded nothing changes (the host may have enqueued
+ * the next iteration before it read the stop). The expressions and their order are the host loop's, rounded
+ * the same way (no contraction: the products and quotients are separately rounded intrinsics). */
+__global__ void k_pipecg_scalars(const double *d, double *st, double tol, int niter, int first) {
+  if (first)
+    for (int i = 0; i < RMAOP__PCG_NSLOTS; ++i) st[i] = 0.0;
+  if (st[RMAOP__PCG_STOP] != 0.0) return;
+  const int k = (int)st[RMAOP__PCG_K];
+  const double gamma = d[0], delta = d[2];
+  st[RMAOP__PCG_GAMMA] = gamma;
+  if (gamma <= tol || k == niter) {
+    st[RMAOP__PCG_STOP] = gamma <= tol ? RMAOP__PCG_STOP_TOL : RMAOP__PCG_STOP_NITER;
+    return;
+  }
+  const double beta = k == 0 ? 0.0 : __ddiv_rn(gamma, st[RMAOP__PCG_GOLD]);
+  const double den =
+      k == 0 ? delta : __dsub_rn(delta, __ddiv_rn(__dmul_rn(beta, gamma), st[RMAOP__PCG_AOLD]));
+  if (den == 0.0) {
+    st[RMAOP__PCG_STOP] = RMAOP__PCG_STOP_BREAKDOWN;
+    return;
+  }
+  const double alpha = __ddiv_rn(gamma, den);
+  st[RMAOP__PCG_ALPHA] = st[RMAOP__PCG_AOLD] = alpha;
+  st[RMAOP__PCG_BETA] = beta;
+  st[RMAOP__PCG_GOLD] = gamma;
+  st[RMAOP__PCG_K] = k + 1;
+}
+
+extern "C" rmaop_status rmaop__dev_pipecg_scalars(rmaop_ctx ctx, const double *d, double *st, double tol, int niter,
+                                                  int first) {
+  k_pipecg_scalars<<<1, 1, 0, STREAM(ctx)>>>(d, st, tol, niter, first);
+  RMAOP_CHECK_LAUNCH(ctx);
+  return RMAOP_OK;
+}
+
+struct pipecg_ptrs {
+  void *v[RMAOP__PCG_NVECS];
+};
+
+/* Pipelined CG's six vector updates in one pass, each element through k_axpby's expression with the host
+ * loop's scalars (z = q + b z, s = w + b s, p = r + b p, x += a p, r -= a s, w -= a z, in that order): the
+ * bits of the six rmaop_vec_axpby / rmaop_vec_axpy calls, 13 vector streams instead of 18. Nothing is written
+ * once a stop is recorded. `unit` is 1.0, a run-time value as in k_axpby: a constant 1 would let the compiler
+ * fold 1 q away and contract q + b z into fma(b, z, q), where k_axpby rounds b z first (fma(1, q, b z)). */
+template <typename T> __global__ void k_pipecg_update(pipecg_ptrs p, int64_t n, const double *st, double unit) {
+  if (st[RMAOP__PCG_STOP] != 0.0) return;
+  T *X = (T *)p.v[RMAOP__PCG_X], *R = (T *)p.v[RMAOP__PCG_R], *W = (T *)p.v[RMAOP__PCG_W];
+  T *Z = (T *)p.v[RMAOP__PCG_Z], *S = (T *)p.v[RMAOP__PCG_S], *P = (T *)p.v[RMAOP__PCG_P];
+  const T *Q = (const T *)p.v[RMAOP__PCG_Q];
+  const double al = st[RMAOP__PCG_ALPHA], be = st[RMAOP__PCG_BETA];
+  const T one = num<T>::make(unit, 0.0), b = num<T>::make(be, 0.0), a = num<T>::make(al, 0.0),
+          ma = num<T>::make(-al, 0.0);
+  const bool b0 = be == 0.0, b1 = be == 1.0;
+  GRID_STRIDE(i, n) {
+    const T r = R[i], w = W[i];
+    const T z = axpby_el(one, Q[i], b, Z[i], b0, b1), s = axpby_el(one, w, b, S[i], b0, b1),
+            pp = axpby_el(one, r, b, P[i], b0, b1);
+    Z[i] = z, S[i] = s, P[i] = pp;
+    X[i] = axpby_el(a, pp, one, X[i], false, true);
+    R[i] = axpby_el(ma, s, one, r, false, true);
+    W[i] = axpby_el(ma, z, one, w, false, true);
+  }
+}
+
+extern "C" rmaop_status rmaop__dev_pipecg_update(rmaop_ctx ctx, rmaop_dtype dt, void *const vecs[], int64_t n,
+                                                 const double *st) {
+  if (n <= 0) return RMAOP_OK;
+  pipecg_ptrs p;
+  for (int i = 0; i < RMAOP__PCG_NVECS; ++i) p.v[i] = vecs[i];
+  DISPATCH(dt, (k_pipecg_update<T><<<grid_for(n, 256), 256, 0, STREAM(ctx)>>>(p, n, st, 1.0)));
   RMAOP_CHECK_LAUNCH(ctx);
   return RMAOP_OK;
 }

@@ -100,6 +100,35 @@ rmaop_status rmaop__dev_axpby_s(rmaop_ctx ctx, rmaop_dtype dt, void *y, const vo
  * step 3: a and the breakdown flag from d = c.Ac (CG: a = kold / |c.Ac|). */
 enum { RMAOP__CG_KOLD = 0, RMAOP__CG_A, RMAOP__CG_B, RMAOP__CG_BREAKDOWN, RMAOP__CG_SS, RMAOP__CG_NSLOTS };
 rmaop_status rmaop__dev_cgls_scalars(rmaop_ctx ctx, const double *d, double damp2, double *st, int step);
+/* Pipelined CG's scalars on the device (slots of st; enqueued, one thread): from d = (r.r, w.r) as complex pairs,
+ * gamma, the stop (1 tol, 2 niter, 3 breakdown; sticky: a later call changes nothing), and unless it stops a and b
+ * for the update, then the iteration count; `first` zeroes the slots before (the start). The host copies slots
+ * GAMMA, STOP and K. */
+enum {
+  RMAOP__PCG_GAMMA = 0,
+  RMAOP__PCG_STOP,
+  RMAOP__PCG_K,
+  RMAOP__PCG_ALPHA,
+  RMAOP__PCG_BETA,
+  RMAOP__PCG_GOLD,
+  RMAOP__PCG_AOLD,
+  RMAOP__PCG_NSLOTS
+};
+enum { RMAOP__PCG_STOP_TOL = 1, RMAOP__PCG_STOP_NITER, RMAOP__PCG_STOP_BREAKDOWN };
+rmaop_status rmaop__dev_pipecg_scalars(rmaop_ctx ctx, const double *d, double *st, double tol, int niter, int first);
+/* Its six vector updates in one pass (the arithmetic of rmaop__dev_axpby with st's a and b; nothing written after a
+ * stop); vecs[RMAOP__PCG_*]: local data of n elements each. */
+enum {
+  RMAOP__PCG_X = 0,
+  RMAOP__PCG_R,
+  RMAOP__PCG_W,
+  RMAOP__PCG_Q,
+  RMAOP__PCG_Z,
+  RMAOP__PCG_S,
+  RMAOP__PCG_P,
+  RMAOP__PCG_NVECS
+};
+rmaop_status rmaop__dev_pipecg_update(rmaop_ctx ctx, rmaop_dtype dt, void *const vecs[], int64_t n, const double *st);
 /* n device doubles copied to page-locked host memory behind the stream's work (begin), and the wait for
  * them (polls, bounded by 1.25 x the context's timeout; reports a GPU-side wait that gave up). */
 rmaop_status rmaop__dev_fetch_begin(rmaop_ctx ctx, double *host, const double *dev, int n);

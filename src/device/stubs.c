@@ -85,6 +85,14 @@ rmaop_status rmaop__dev_cgls_scalars(rmaop_ctx ctx, const double *d, double damp
   return NO_CUDA(ctx);
 }
 
+rmaop_status rmaop__dev_pipecg_scalars(rmaop_ctx ctx, const double *d, double *st, double tol, int niter, int first) {
+  return NO_CUDA(ctx);
+}
+
+rmaop_status rmaop__dev_pipecg_update(rmaop_ctx ctx, rmaop_dtype dt, void *const vecs[], int64_t n, const double *st) {
+  return NO_CUDA(ctx);
+}
+
 rmaop_status rmaop__dev_fetch_begin(rmaop_ctx ctx, double *host, const double *dev, int n) {
   return NO_CUDA(ctx);
 }

@@ -19,15 +19,6 @@ void rmaop_solver_info_destroy(rmaop_solver_info *info) {
   info->history = NULL;
 }
 
-/* Whether a solver on this context keeps its scalars on the device (RMAOP_SOLVER_SCALARS=device or graph):
- * the loops of src/solvers/solver_device.c. Never on a host context (nor in a build without CUDA). */
-static int device_scalars(rmaop_op A, rmaop_vec x, rmaop_vec y) {
-  const rmaop_ctx ctx = A->ctx;
-  return RMAOP__ON_DEVICE(ctx) &&
-         (ctx->solver_scalars == RMAOP__SCALARS_DEVICE || ctx->solver_scalars == RMAOP__SCALARS_GRAPH) &&
-         rmaop__vec_device_dots_ok(x) && rmaop__vec_device_dots_ok(y);
-}
-
 /* ---- host memory: the fused iterations ----
  * The operator's fused application (rmaop__op_apply_fused: the stencils in one pass, others apply then dot)
  * updates its input, applies and returns this rank's dots; vector updates share one loop with the next dot;
@@ -179,7 +170,7 @@ rmaop_status rmaop_solve_cg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_so
     st = rmaop__solve_cg_resident(A, x, r, c, Ac, o, info, &ran);
     if (st != RMAOP_OK || ran) goto out;
   }
-  if (device_scalars(A, x, y)) {
+  if (solver_device_scalars(A, x, y)) {
     st = rmaop__solve_cg_device(A, x, r, c, Ac, o, info);
     goto out;
   }
@@ -242,7 +233,7 @@ rmaop_status rmaop_solve_cgls(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_
     st = rmaop__solve_cgls_resident(A, x, s, q, r, c, damp2, o, info, &ran);
     if (st != RMAOP_OK || ran) goto out;
   }
-  if (device_scalars(A, x, y)) {
+  if (solver_device_scalars(A, x, y)) {
     st = rmaop__solve_cgls_device(A, x, s, q, r, c, damp2, o, info);
     goto out;
   }

@@ -1,15 +1,16 @@
-/* CG's and CGLS's iterations with the scalars on the device (RMAOP_SOLVER_SCALARS; README), reached from
- * rmaop_solve_cg and rmaop_solve_cgls (src/solvers/solver.c) once they have the start's vectors. The host
- * loop's operations in the host loop's order, but the fused dots go into device memory
- * (rmaop__vec_mdot_device), a one-thread kernel makes a and b there (rmaop__dev_cgls_scalars), and the vector
- * updates read them (rmaop__dev_axpby_s, the arithmetic of rmaop_vec_axpby). The host needs one value per
- * iteration, the residual for the stopping test and the history: it is fetched behind the iteration's b step
- * (part 0) while part 1, the next iteration's first operands (CGLS: c = r + b c and q = A c; CG: c = r + b c,
- * Ac = A c, c.Ac and a), is already enqueued, so the one host wait overlaps it. Same iterations, history and x
- * as the host loop; a breakdown (a zero denominator of a) leaves x and the residual as they were (the updates
- * skip themselves). With RMAOP_SOLVER_SCALARS=graph both parts are captured once into CUDA graphs and
- * replayed. Everything here goes through the device layer (src/device/device.h): a build without CUDA links
- * its stubs, and no host context gets here. */
+/* CG's, CGLS's and pipelined CG's iterations with the scalars on the device (RMAOP_SOLVER_SCALARS; README),
+ * reached from rmaop_solve_cg, rmaop_solve_cgls (src/solvers/solver.c) and rmaop_solve_pipecg
+ * (src/solvers/solver_krylov.c) once they have the start's vectors. CG and CGLS: the host loop's operations in
+ * the host loop's order, but the fused dots go into device memory (rmaop__vec_mdot_device), a one-thread kernel
+ * makes a and b there (rmaop__dev_cgls_scalars), and the vector updates read them (rmaop__dev_axpby_s, the
+ * arithmetic of rmaop_vec_axpby). The host needs one value per iteration, the residual for the stopping test
+ * and the history: it is fetched behind the iteration's b step (part 0) while part 1, the next iteration's
+ * first operands (CGLS: c = r + b c and q = A c; CG: c = r + b c, Ac = A c, c.Ac and a), is already enqueued,
+ * so the one host wait overlaps it. Same iterations, history and x as the host loop; a breakdown (a zero
+ * denominator of a) leaves x and the residual as they were (the updates skip themselves). With
+ * RMAOP_SOLVER_SCALARS=graph both parts are captured once into CUDA graphs and replayed. Pipelined CG: below.
+ * Everything here goes through the device layer (src/device/device.h): a build without CUDA links its stubs,
+ * and no host context gets here. */
 #include "solver_impl.h"
 
 #include "device/device.h"
@@ -17,12 +18,18 @@
 typedef struct dev_solver dev_solver;
 struct dev_solver {
   rmaop_op A;
-  rmaop_vec x, s, q, r, c; /* CGLS: s, q, r, c; CG: r, c and q = A c */
+  rmaop_vec x, s, q, r, c; /* CGLS: s, q, r, c; CG: r, c and q = A c; pipelined CG: r, s, q and pv's */
+  rmaop_vec y;             /* pipelined CG's right-hand side (the residual replacement) */
+  const pipecg_vecs *pv;
+  const rmaop_solver_options *o;
   double damp2;
   double *d, *h; /* device: dots at d[0..8), scalars at d + 8; host copy of the scalars */
   int hist_slot; /* the scalar whose square root is the history: CGLS s.s, CG kold */
+  int nparts;    /* parts captured into graphs (RMAOP_SOLVER_SCALARS=graph) */
   const char *fn;
   rmaop_status (*part)(const dev_solver *v, int graph, int part);
+  /* the iterations once the start's scalars are on the host: info's history, iterations and reason */
+  rmaop_status (*loop)(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info);
 };
 
 static rmaop_status axpby_s(rmaop_vec y, rmaop_vec x, const double *sc, int ia, double sa, int ib, double b) {
@@ -73,8 +80,9 @@ static rmaop_status cg_part(const dev_solver *v, int graph, int part) {
   return fetch_scalars(v, graph);
 }
 
-/* RMAOP_SOLVER_SCALARS=graph: parts 0 and 1 captured once each into a CUDA graph, replayed with two launches
- * per iteration (one graph would leave the GPU idle while the host waits for h and launches the next).
+/* RMAOP_SOLVER_SCALARS=graph: the parts (CG, CGLS: 0 and 1) captured once each into a CUDA graph, replayed with
+ * two launches per iteration (one graph would leave the GPU idle while the host waits for h and launches the
+ * next); pipelined CG: one part per iteration, with or without the residual replacement.
  * Every rank captures; when an operation refuses (a path whose work cannot be captured: rmaop.h,
  * rmaop_ctx_get_stream) before any plan was captured, nothing changed on the host and every rank goes on
  * without graphs (*captured 0); a refusal after a plan was captured is an error. Collective. *captured is the
@@ -86,7 +94,7 @@ static rmaop_status dev_capture(const dev_solver *v, void *exec[2], int *capture
   rmaop_status st = RMAOP_OK;
   char why[sizeof ctx->last_error] = "";
   *captured = 0;
-  for (int part = 0; part < 2 && st == RMAOP_OK; ++part) {
+  for (int part = 0; part < v->nparts && st == RMAOP_OK; ++part) {
     RMAOP_CHECK(rmaop__dev_capture_begin(ctx));
     st = v->part(v, 1, part);
     if (st != RMAOP_OK) memcpy(why, ctx->last_error, sizeof why);
@@ -113,10 +121,9 @@ static rmaop_status dev_capture(const dev_solver *v, void *exec[2], int *capture
   return RMAOP_OK;
 }
 
-/* The loop, once v->h holds the start's scalars and part 1's first pass is enqueued (CG) or not needed
- * (CGLS: the caller made c and q). *kold_out: the last kold. */
-static rmaop_status dev_loop(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info,
-                             double *kold_out) {
+/* CG's and CGLS's loop, once v->h holds the start's scalars and part 1's first pass is enqueued (CG) or not
+ * needed (CGLS: the caller made c and q). */
+static rmaop_status dev_loop(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info) {
   rmaop_ctx ctx = v->A->ctx;
   void *exec[2] = {NULL, NULL};
   int captured = 0;
@@ -147,7 +154,9 @@ static rmaop_status dev_loop(const dev_solver *v, const rmaop_solver_options *o,
     kold = v->h[RMAOP__CG_KOLD];
     RMAOP_CHECK_GOTO(after_iteration(o, info, sqrt(v->h[v->hist_slot]), v->x), st, out);
   }
-  *kold_out = kold;
+  info->kold = kold;
+  if (info->reason != RMAOP_REASON_BREAKDOWN && kold <= o->tol)
+    info->reason = RMAOP_REASON_TOL;
 out:
   rmaop__dev_graph_free(exec[0]);
   rmaop__dev_graph_free(exec[1]);
@@ -168,10 +177,7 @@ static rmaop_status dev_solve(dev_solver *v, rmaop_status (*init)(const dev_solv
   RMAOP_CHECK_GOTO(init(v), st, out);
   RMAOP_CHECK_GOTO(rmaop__dev_fetch_begin(ctx, v->h, v->d + 8, RMAOP__CG_NSLOTS), st, out);
   RMAOP_CHECK_GOTO(rmaop__dev_fetch_wait(ctx, v->fn), st, out);
-  double kold = 0.0;
-  st = dev_loop(v, o, info, &kold);
-  info->kold = kold;
-  if (st == RMAOP_OK && info->reason != RMAOP_REASON_BREAKDOWN && kold <= o->tol) info->reason = RMAOP_REASON_TOL;
+  st = v->loop(v, o, info);
 out:
   /* The solve ends with its GPU work done (inside time_total, as the host loop's); d and h then go back to the
    * context's cache with nothing enqueued using them. */
@@ -195,14 +201,131 @@ static rmaop_status cg_init(const dev_solver *v) {
 
 rmaop_status rmaop__solve_cg_device(rmaop_op A, rmaop_vec x, rmaop_vec r, rmaop_vec c, rmaop_vec Ac,
                                     const rmaop_solver_options *o, rmaop_solver_info *info) {
-  dev_solver v = {.A = A, .x = x, .q = Ac, .r = r, .c = c, .hist_slot = RMAOP__CG_KOLD,
-                  .fn = "rmaop_solve_cg (device scalars)", .part = cg_part};
+  dev_solver v = {.A = A,
+                  .x = x,
+                  .q = Ac,
+                  .r = r,
+                  .c = c,
+                  .hist_slot = RMAOP__CG_KOLD,
+                  .nparts = 2,
+                  .fn = "rmaop_solve_cg (device scalars)",
+                  .part = cg_part,
+                  .loop = dev_loop};
   return dev_solve(&v, cg_init, o, info);
 }
 
 rmaop_status rmaop__solve_cgls_device(rmaop_op A, rmaop_vec x, rmaop_vec s, rmaop_vec q, rmaop_vec r, rmaop_vec c,
                                       double damp2, const rmaop_solver_options *o, rmaop_solver_info *info) {
-  dev_solver v = {.A = A, .x = x, .s = s, .q = q, .r = r, .c = c, .damp2 = damp2, .hist_slot = RMAOP__CG_SS,
-                  .fn = "rmaop_solve_cgls (device scalars)", .part = cgls_part};
+  dev_solver v = {.A = A,
+                  .x = x,
+                  .s = s,
+                  .q = q,
+                  .r = r,
+                  .c = c,
+                  .damp2 = damp2,
+                  .hist_slot = RMAOP__CG_SS,
+                  .nparts = 2,
+                  .fn = "rmaop_solve_cgls (device scalars)",
+                  .part = cgls_part,
+                  .loop = dev_loop};
   return dev_solve(&v, cgls_init, o, info);
+}
+
+/* ---- pipelined CG ----
+ * The host loop's order (src/solvers/solver_krylov.c): a part is iteration k's update (one fused kernel,
+ * rmaop__dev_pipecg_update), the residual replacement when it is due, and iteration k + 1's reduction {r.r, w.r}
+ * into device memory, its scalars (rmaop__dev_pipecg_scalars: gamma, the stop decision, a and b) and q = A w.
+ * The host reads gamma and the stop (three doubles) once per iteration; without a callback it enqueues the next
+ * part before it waits for them, so the GPU runs iteration k + 1 while the host records iteration k. A stop is
+ * sticky on the device: a part enqueued ahead of it changes neither x nor the scalars (its update skips
+ * itself; what else it computes is not read). With a callback the host waits first, so the callback sees x_k. */
+
+enum { PCG_REPLACE = 1, PCG_NO_MATVEC = 2 }; /* part flags; graphs hold parts 0 and PCG_REPLACE */
+
+/* Iteration k + 1's reduction and scalars, and q = A w unless that iteration is the last by count (`matvec` 0:
+ * the host loop skips it there too). */
+static rmaop_status pipecg_sync(const dev_solver *v, int first, int matvec) {
+  const pipecg_vecs *V = v->pv;
+  rmaop_vec dx[2] = {V->r, V->w}, dy[2] = {V->r, V->r};
+  RMAOP_CHECK(rmaop__vec_mdot_device(2, dx, dy, v->d));
+  RMAOP_CHECK(rmaop__dev_pipecg_scalars(v->A->ctx, v->d, v->d + 8, v->o->tol, v->o->niter, first));
+  return matvec ? rmaop_op_apply(v->A, V->w, V->q) : RMAOP_OK;
+}
+
+static rmaop_status pipecg_part(const dev_solver *v, int graph, int part) {
+  (void)graph;
+  const pipecg_vecs *V = v->pv;
+  void *vecs[RMAOP__PCG_NVECS];
+  vecs[RMAOP__PCG_X] = v->x->data, vecs[RMAOP__PCG_R] = V->r->data, vecs[RMAOP__PCG_W] = V->w->data;
+  vecs[RMAOP__PCG_Q] = V->q->data, vecs[RMAOP__PCG_Z] = V->z->data, vecs[RMAOP__PCG_S] = V->s->data;
+  vecs[RMAOP__PCG_P] = V->p->data;
+  RMAOP_CHECK(rmaop__dev_pipecg_update(v->A->ctx, v->x->dtype, vecs, v->x->local_n, v->d + 8));
+  if (part & PCG_REPLACE)
+    RMAOP_CHECK(rmaop__pipecg_replace(v->A, v->y, v->x, V));
+  return pipecg_sync(v, 0, !(part & PCG_NO_MATVEC));
+}
+
+/* Iteration k's part: replayed (a graph always holds q = A w: after the last iteration by count it is made in
+ * vain) or enqueued. */
+static rmaop_status pipecg_enqueue(const dev_solver *v, void *const exec[2], int captured, int k) {
+  const rmaop_solver_options *o = v->o;
+  const int replace = o->residual_replacement > 0 && (k + 1) % o->residual_replacement == 0;
+  if (captured)
+    return rmaop__dev_graph_launch(v->A->ctx, exec[replace], v->fn, replace);
+  return pipecg_part(v, 0, (replace ? PCG_REPLACE : 0) | (k + 1 < o->niter ? 0 : PCG_NO_MATVEC));
+}
+
+static rmaop_status pipecg_loop_dev(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info) {
+  rmaop_ctx ctx = v->A->ctx;
+  void *exec[2] = {NULL, NULL};
+  int captured = 0;
+  rmaop_status st = RMAOP_OK;
+  info->reason = RMAOP_REASON_NITER;
+  if (ctx->solver_scalars == RMAOP__SCALARS_GRAPH && v->h[RMAOP__PCG_STOP] == 0.0)
+    RMAOP_CHECK_GOTO(dev_capture(v, exec, &captured), st, out);
+  info->graph = captured;
+  for (int k = 0;; ++k) {
+    const int ahead = !o->callback && k < o->niter; /* k == niter stops below */
+    if (ahead)
+      RMAOP_CHECK_GOTO(pipecg_enqueue(v, exec, captured, k), st, out);
+    if (k > 0)
+      RMAOP_CHECK_GOTO(rmaop__dev_fetch_wait(ctx, v->fn), st, out);
+    const double gamma = v->h[RMAOP__PCG_GAMMA], stop = v->h[RMAOP__PCG_STOP];
+    if (k == 0)
+      info->history[0] = sqrt(gamma);
+    else
+      RMAOP_CHECK_GOTO(after_iteration(o, info, sqrt(gamma), v->x), st, out);
+    if (stop != 0.0) {
+      info->reason = stop == RMAOP__PCG_STOP_TOL         ? RMAOP_REASON_TOL
+                     : stop == RMAOP__PCG_STOP_BREAKDOWN ? RMAOP_REASON_BREAKDOWN
+                                                         : RMAOP_REASON_NITER;
+      break;
+    }
+    if (!ahead)
+      RMAOP_CHECK_GOTO(pipecg_enqueue(v, exec, captured, k), st, out);
+    RMAOP_CHECK_GOTO(rmaop__dev_fetch_begin(ctx, v->h, v->d + 8, RMAOP__PCG_K + 1), st, out);
+  }
+out:
+  rmaop__dev_graph_free(exec[0]);
+  rmaop__dev_graph_free(exec[1]);
+  return st;
+}
+
+/* The start: iteration 0's reduction and scalars, and q = A w unless niter is 0. */
+static rmaop_status pipecg_init(const dev_solver *v) {
+  return pipecg_sync(v, 1, v->o->niter > 0);
+}
+
+rmaop_status rmaop__solve_pipecg_device(rmaop_op A, rmaop_vec y, rmaop_vec x, const pipecg_vecs *V,
+                                        const rmaop_solver_options *o, rmaop_solver_info *info) {
+  dev_solver v = {.A = A,
+                  .x = x,
+                  .y = y,
+                  .pv = V,
+                  .o = o,
+                  .nparts = o->residual_replacement > 0 ? 2 : 1,
+                  .fn = "rmaop_solve_pipecg (device scalars)",
+                  .part = pipecg_part,
+                  .loop = pipecg_loop_dev};
+  return dev_solve(&v, pipecg_init, o, info);
 }

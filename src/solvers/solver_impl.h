@@ -1,6 +1,6 @@
-/* Internal helpers shared by the solvers (src/solvers/solver.c: CG, CGLS; src/solvers/solver_device.c: their
- * loops with the scalars on the device; src/solvers/solver_krylov.c: LSQR, pipelined CG): argument checks, the
- * time split and the residual history. Not part of the public API. */
+/* Internal helpers shared by the solvers (src/solvers/solver.c: CG, CGLS; src/solvers/solver_device.c: their and
+ * pipelined CG's loops with the scalars on the device; src/solvers/solver_krylov.c: LSQR, pipelined CG): argument
+ * checks, the time split and the residual history. Not part of the public API. */
 #ifndef RMAOP_SOLVER_IMPL_H
 #define RMAOP_SOLVER_IMPL_H
 
@@ -78,7 +78,23 @@ static inline rmaop_status after_iteration(const rmaop_solver_options *o, rmaop_
   return o->callback ? o->callback(o->user, info->iterations, res, x) : RMAOP_OK;
 }
 
-/* ---- CG and CGLS with the scalars on the device (src/solvers/solver_device.c) ----
+/* Whether a solver on this context keeps its scalars on the device (RMAOP_SOLVER_SCALARS=device or graph): the
+ * loops of src/solvers/solver_device.c. Never on a host context (nor in a build without CUDA). */
+static inline int solver_device_scalars(rmaop_op A, rmaop_vec x, rmaop_vec y) {
+  const rmaop_ctx ctx = A->ctx;
+  return RMAOP__ON_DEVICE(ctx) &&
+         (ctx->solver_scalars == RMAOP__SCALARS_DEVICE || ctx->solver_scalars == RMAOP__SCALARS_GRAPH) &&
+         rmaop__vec_device_dots_ok(x) && rmaop__vec_device_dots_ok(y);
+}
+
+/* Pipelined CG's vectors (src/solvers/solver_krylov.c; Ghysels & Vanroose's names), and its residual
+ * replacement: r = y - A x, w = A r, s = A p, z = A s from their definitions. */
+typedef struct {
+  rmaop_vec r, w, q, z, s, p;
+} pipecg_vecs;
+rmaop_status rmaop__pipecg_replace(rmaop_op A, rmaop_vec y, rmaop_vec x, const pipecg_vecs *V);
+
+/* ---- CG, CGLS and pipelined CG with the scalars on the device (src/solvers/solver_device.c) ----
  * Called by rmaop_solve_cg and rmaop_solve_cgls on a device context whose RMAOP_SOLVER_SCALARS is device or
  * graph (x and y distributed), once the start's vectors are made; each runs the iterations, sets
  * info->history, iterations, reason and graph, and frees nothing of the caller's. Collective. */
@@ -88,5 +104,8 @@ rmaop_status rmaop__solve_cg_device(rmaop_op A, rmaop_vec x, rmaop_vec r, rmaop_
 /* CGLS: s = y - A x0, r = c = A^H s (- damp2 x0 with an x0), q = A c; damp2 = damp^2. */
 rmaop_status rmaop__solve_cgls_device(rmaop_op A, rmaop_vec x, rmaop_vec s, rmaop_vec q, rmaop_vec r, rmaop_vec c,
                                       double damp2, const rmaop_solver_options *o, rmaop_solver_info *info);
+/* Pipelined CG: V's r = y - A x0 and w = A r made, z, s, p zero. */
+rmaop_status rmaop__solve_pipecg_device(rmaop_op A, rmaop_vec y, rmaop_vec x, const pipecg_vecs *V,
+                                        const rmaop_solver_options *o, rmaop_solver_info *info);
 
 #endif /* RMAOP_SOLVER_IMPL_H */

@@ -1,7 +1,8 @@
 /* LSQR (Paige & Saunders 1982, with PyLops' recurrences, pylops.optimization.cls_basic.LSQR) and pipelined CG
  * (Ghysels & Vanroose 2014, "Hiding global synchronization latency in the preconditioned Conjugate Gradient
  * algorithm", Alg. 4 without preconditioner). Like src/solvers/solver.c they use only rmaop_vec_* and rmaop_op_* calls
- * (so every backend and memory kind works the same) and keep the scalars on the host. */
+ * (so every backend and memory kind works the same) and keep the scalars on the host; with RMAOP_SOLVER_SCALARS=device
+ * or graph a device context runs pipelined CG's iterations in src/solvers/solver_device.c. */
 #include "solver_impl.h"
 
 /* sqrt of a sum of squares, summed in numpy.linalg.norm's order, so scalars match PyLops to rounding. */
@@ -191,10 +192,6 @@ out:
 
 /* ==== pipelined CG ============================================================================ */
 
-typedef struct {
-  rmaop_vec r, w, q, z, s, p;
-} pipecg_vecs;
-
 /* The one synchronization point of an iteration: {r.r, w.r} reduced while q = A w is computed (skipped when
  * `matvec` is 0). On the rma backend the begin opens the reduction's epoch and puts the partials, the
  * operator's plans run on their own windows, and the wait closes the epoch: the latency is hidden behind the
@@ -215,7 +212,7 @@ static rmaop_status pipecg_sync(rmaop_op A, const pipecg_vecs *V, int matvec, do
 }
 
 /* r = y - A x, w = A r, s = A p, z = A s from their definitions (the recurrences only update them). */
-static rmaop_status pipecg_replace(rmaop_op A, rmaop_vec y, rmaop_vec x, const pipecg_vecs *V) {
+rmaop_status rmaop__pipecg_replace(rmaop_op A, rmaop_vec y, rmaop_vec x, const pipecg_vecs *V) {
   RMAOP_CHECK(rmaop_op_apply(A, x, V->r));
   RMAOP_CHECK(rmaop_vec_axpby(V->r, 1.0, -1.0, y));
   RMAOP_CHECK(rmaop_op_apply(A, V->r, V->w));
@@ -264,7 +261,7 @@ static rmaop_status pipecg_loop(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmao
     const double alpha = gamma / den;
     RMAOP_CHECK(pipecg_update(x, V, alpha, beta));
     if (o->residual_replacement > 0 && (k + 1) % o->residual_replacement == 0)
-      RMAOP_CHECK(pipecg_replace(A, y, x, V));
+      RMAOP_CHECK(rmaop__pipecg_replace(A, y, x, V));
     gamma_old = gamma;
     alpha_old = alpha;
   }
@@ -279,7 +276,9 @@ rmaop_status rmaop_solve_pipecg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmao
   rmaop_status st = RMAOP_OK;
   for (int i = 0; i < 6 && st == RMAOP_OK; ++i) st = rmaop__vec_work(x, all[i]); /* zero */
   if (st == RMAOP_OK) st = pipecg_start(A, y, x, o, &V);
-  if (st == RMAOP_OK) st = pipecg_loop(A, y, x, o, info, &V);
+  if (st == RMAOP_OK) /* RMAOP_SOLVER_SCALARS=device or graph on device memory: src/solvers/solver_device.c */
+    st = solver_device_scalars(A, x, y) ? rmaop__solve_pipecg_device(A, y, x, &V, o, info)
+                                        : pipecg_loop(A, y, x, o, info, &V);
   solver_stop(&clk);
   for (int i = 0; i < 6; ++i) rmaop_vec_destroy(all[i]);
   if (st != RMAOP_OK) rmaop_solver_info_destroy(info);

@@ -323,3 +323,22 @@ double _Complex *st_vec_global(rmaop_vec v, int64_t *n) {
     *n = info.global_n;
   return g;
 }
+
+/* ---- device scalars ---- */
+
+int st_graph_expected(void) {
+  const char *m = getenv("RMAOP_MEMORY"), *b = getenv("RMAOP_BACKEND"), *t = getenv("RMAOP_RMA_TRANSPORT"),
+             *k = getenv("RMAOP_IPC_PATH");
+  if (!m || strcmp(m, "device") != 0)
+    return 0;
+  if (rt_size == 1 || (b && strcmp(b, "nccl") == 0))
+    return 1;
+  return b && strcmp(b, "rma") == 0 && t && strcmp(t, "ipc") == 0 && k && strcmp(k, "kernel") == 0;
+}
+
+rmaop_ctx st_scalars_ctx(int mode) {
+  setenv("RMAOP_SOLVER_SCALARS", mode < 0 ? "host" : mode ? "graph" : "device", 1);
+  rmaop_ctx c = rt_ctx();
+  unsetenv("RMAOP_SOLVER_SCALARS");
+  return c;
+}

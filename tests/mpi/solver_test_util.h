@@ -151,4 +151,14 @@ rmaop_vec st_vec_from(rmaop_layout l, rmaop_dtype d, const double _Complex *g);
  * frees them. Collective. */
 double _Complex *st_vec_global(rmaop_vec v, int64_t *n);
 
+/* ---- device scalars ---- */
+
+/* Whether a solve with RMAOP_SOLVER_SCALARS=graph may replay a CUDA graph on this run's path (rmaop.h,
+ * rmaop_ctx_get_stream): device memory and one rank, nccl, or rma over ipc on the kernel path. From the
+ * environment the test list sets, not from the library. */
+int st_graph_expected(void);
+/* Collective: a context whose solvers keep their scalars on the host (mode -1), on the device (0) or in CUDA
+ * graphs (1). */
+rmaop_ctx st_scalars_ctx(int mode);
+
 #endif /* RMAOP_SOLVER_TEST_UTIL_H */

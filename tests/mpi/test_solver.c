@@ -308,34 +308,13 @@ START_TEST(test_bad_options) {
 }
 END_TEST
 
-/* Whether CG and CGLS with RMAOP_SOLVER_SCALARS=graph may replay a CUDA graph on this run's path (rmaop.h,
- * rmaop_ctx_get_stream): device memory and one rank, nccl, or rma over ipc on the kernel path. From the
- * environment the test list sets, not from the library. */
-static int graph_expected(void) {
-  const char *m = getenv("RMAOP_MEMORY"), *b = getenv("RMAOP_BACKEND"), *t = getenv("RMAOP_RMA_TRANSPORT"),
-             *k = getenv("RMAOP_IPC_PATH");
-  if (!m || strcmp(m, "device") != 0)
-    return 0;
-  if (rt_size == 1 || (b && strcmp(b, "nccl") == 0))
-    return 1;
-  return b && strcmp(b, "rma") == 0 && t && strcmp(t, "ipc") == 0 && k && strcmp(k, "kernel") == 0;
-}
-
-/* A context whose solvers keep their scalars on the host (mode -1), on the device (0) or in CUDA graphs (1). */
-static rmaop_ctx scalars_ctx(int mode) {
-  setenv("RMAOP_SOLVER_SCALARS", mode < 0 ? "host" : mode ? "graph" : "device", 1);
-  rmaop_ctx c = rt_ctx();
-  unsetenv("RMAOP_SOLVER_SCALARS");
-  return c;
-}
-
 /* RMAOP_SOLVER_SCALARS=device and =graph (CGLS's dots and step sizes on the device, eagerly or replayed from
  * CUDA graphs; on host memory the host loop runs): against the serial reference (niter, damping, x0, a
  * tolerance that stops it), and against RMAOP_SOLVER_SCALARS=host: the same iterations, reason, history and x. */
 START_TEST(test_cgls_scalars_host_device) {
-  rmaop_ctx hctx = scalars_ctx(-1);
+  rmaop_ctx hctx = st_scalars_ctx(-1);
   for (int mode = 0; mode < 2; ++mode) {
-    rmaop_ctx dctx = scalars_ctx(mode);
+    rmaop_ctx dctx = st_scalars_ctx(mode);
     const rmaop_dtype dts[2] = {RMAOP_F64, RMAOP_C128};
     for (int k = 0; k < 2; ++k) {
       const rmaop_dtype d = dts[k];
@@ -372,9 +351,9 @@ START_TEST(test_cgls_scalars_host_device) {
           RT_CHECK(info[0].reason == RMAOP_REASON_TOL && info[0].iterations < 30, "%s: tol did not stop CGLS (%d its)",
                    rmaop_dtype_name(d), info[0].iterations);
         const char *what = mode ? (stop_early ? "graph, with tol" : "graph, niter") : stop_early ? "with tol" : "niter";
-        RT_CHECK(info[0].graph == (mode && graph_expected()) && info[1].graph == 0,
+        RT_CHECK(info[0].graph == (mode && st_graph_expected()) && info[1].graph == 0,
                  "%s %s: info.graph is %d (want %d) and %d with host scalars", rmaop_dtype_name(d), what, info[0].graph,
-                 mode && graph_expected(), info[1].graph);
+                 mode && st_graph_expected(), info[1].graph);
         RT_CHECK(info[0].iterations == info[1].iterations && info[0].reason == info[1].reason,
                  "%s %s: device scalars %d iterations (reason %d), host scalars %d (reason %d)", rmaop_dtype_name(d),
                  what, info[0].iterations, (int)info[0].reason, info[1].iterations, (int)info[1].reason);
@@ -412,7 +391,7 @@ END_TEST
  * the serial reference on contexts with RMAOP_SOLVER_SCALARS=device and =graph, and info.graph. */
 START_TEST(test_cg_device_scalars) {
   for (int mode = 0; mode < 2; ++mode) {
-    rmaop_ctx dctx = scalars_ctx(mode);
+    rmaop_ctx dctx = st_scalars_ctx(mode);
     const rmaop_dtype dts[2] = {RMAOP_F64, RMAOP_C128};
     for (int k = 0; k < 2; ++k) {
       const rmaop_dtype d = dts[k];
@@ -437,7 +416,7 @@ START_TEST(test_cg_device_scalars) {
       rmaop_solver_info info;
       memset(&info, 0, sizeof info);
       RT_OK(rmaop_solve_cg(p.A, y, x, &o, &info));
-      RT_CHECK(info.graph == (mode && graph_expected()), "%s CG, scalars %s: info.graph is %d", rmaop_dtype_name(d),
+      RT_CHECK(info.graph == (mode && st_graph_expected()), "%s CG, scalars %s: info.graph is %d", rmaop_dtype_name(d),
                mode ? "graph" : "device", info.graph);
       rmaop_solver_info_destroy(&info);
       rmaop_vec_destroy(&x), rmaop_vec_destroy(&y);

@@ -166,7 +166,7 @@ static void ref_pipecg(const st_mat *A, const double _Complex *y, const double _
 /* The bench's SPD operator D^H D + diag(g), g_i = 1 + 0.1 sin(i) (real for every dtype, so A stays Hermitian),
  * built from the derivative, the adjoint, product and sum composites and the diagonal operator. */
 static double diag_val(int64_t i) { return 1.0 + 0.1 * sin((double)i); }
-static st_problem make_dtd(rmaop_dtype d) {
+static st_problem make_dtd(rmaop_ctx c, rmaop_dtype d) {
   st_problem p = {.name = "D^H D + diag"};
   st_mat D = st_deriv_mat();
   p.M = st_mat_new(ST_DN, ST_DN);
@@ -177,7 +177,7 @@ static st_problem make_dtd(rmaop_dtype d) {
       ST_AT(p.M, i, j) = s;
     }
   st_mat_free(&D);
-  p.parts[0] = st_deriv_op(ctx, d);
+  p.parts[0] = st_deriv_op(c, d);
   RT_OK(rmaop_op_create_adjoint(p.parts[0], &p.parts[1]));
   RT_OK(rmaop_op_create_product(p.parts[1], p.parts[0], &p.parts[2]));
   rmaop_op_info oi;
@@ -348,7 +348,7 @@ END_TEST
 START_TEST(test_pipecg_reference) {
   for (int k = 0; k < 4; ++k) {
     const rmaop_dtype d = all_dtypes[k];
-    st_problem p = st_make_spd(ctx, d), q = make_dtd(d);
+    st_problem p = st_make_spd(ctx, d), q = make_dtd(ctx, d);
     const int full = k < 2;
     solve(&p, d, (run_cfg){.solver = PIPECG, .niter = full ? 8 : 4});
     solve(&q, d, (run_cfg){.solver = PIPECG, .niter = full ? 8 : 4, .with_x0 = !full});
@@ -367,7 +367,7 @@ START_TEST(test_pipecg_vs_cg) {
   const rmaop_dtype ds[2] = {RMAOP_F64, RMAOP_C128};
   for (int k = 0; k < 4; ++k) {
     const rmaop_dtype d = ds[k % 2];
-    st_problem p = k < 2 ? st_make_spd(ctx, d) : make_dtd(d);
+    st_problem p = k < 2 ? st_make_spd(ctx, d) : make_dtd(ctx, d);
     rmaop_op_info oi;
     RT_OK(rmaop_op_get_info(p.A, &oi));
     for (int rr = 0; rr <= 3; rr += 3) {
@@ -408,6 +408,81 @@ START_TEST(test_pipecg_stopping) {
   solve(&p, RMAOP_F64, (run_cfg){.solver = PIPECG, .niter = 0, .with_x0 = 1});
   solve(&p, RMAOP_F64, (run_cfg){.solver = PIPECG, .niter = 5, .zero_y = 1});
   st_problem_free(&p);
+}
+END_TEST
+
+/* One solve without a callback on p[0] (device or graph scalars) and p[1] (host scalars): the same iterations,
+ * reason, history and x, bit for bit, and info.graph where graphs replay. Without a callback the device loop
+ * enqueues each iteration before it reads the previous one's stop. */
+static void pipecg_vs_host(const st_problem p[2], rmaop_dtype d, const run_cfg *rc, int graph, const char *what) {
+  rmaop_solver_info info[2];
+  st_solve_vecs v[2];
+  for (int c = 0; c < 2; ++c) {
+    v[c] = st_solve_vecs_create(&p[c], d, rc->with_x0, rc->zero_y);
+    rmaop_solver_options o;
+    set_options(&o, rc, v[c].x0);
+    memset(&info[c], 0, sizeof info[c]);
+    RT_OK(rmaop_solve_pipecg(p[c].A, v[c].y, v[c].x, &o, &info[c]));
+  }
+  RT_CHECK(info[0].graph == (graph && st_graph_expected()) && info[1].graph == 0,
+           "%s %s: info.graph is %d (want %d) and %d with host scalars", rmaop_dtype_name(d), what, info[0].graph,
+           graph && st_graph_expected(), info[1].graph);
+  RT_CHECK(info[0].iterations == info[1].iterations && info[0].reason == info[1].reason,
+           "%s %s: device scalars %d iterations (reason %d), host scalars %d (reason %d)", rmaop_dtype_name(d), what,
+           info[0].iterations, (int)info[0].reason, info[1].iterations, (int)info[1].reason);
+  if (rc->tol > 0)
+    RT_CHECK(info[0].reason == RMAOP_REASON_TOL && info[0].iterations < rc->niter, "%s %s: tol did not stop (%d its)",
+             rmaop_dtype_name(d), what, info[0].iterations);
+  for (int i = 0; i <= info[0].iterations && i <= info[1].iterations; ++i)
+    RT_CHECK(info[0].history[i] == info[1].history[i], "%s %s: history[%d] %.17g (device scalars) vs %.17g (host)",
+             rmaop_dtype_name(d), what, i, info[0].history[i], info[1].history[i]);
+  double _Complex *a = st_vec_global(v[0].x, NULL), *b = NULL;
+  int64_t n = 0;
+  b = st_vec_global(v[1].x, &n);
+  double big = 0, diff = 0;
+  for (int64_t i = 0; i < n; ++i)
+    big = fmax(big, cabs(b[i])), diff = fmax(diff, cabs(a[i] - b[i]));
+  RT_CHECK(diff == 0.0, "%s %s: x differs by %.3g (largest |x| %.3g)", rmaop_dtype_name(d), what, diff, big);
+  free(a), free(b);
+  for (int c = 0; c < 2; ++c)
+    rmaop_solver_info_destroy(&info[c]), st_solve_vecs_free(&v[c]);
+}
+
+/* RMAOP_SOLVER_SCALARS=device and =graph (pipelined CG's scalars and its fused update on the device, eagerly or
+ * replayed from CUDA graphs; on host memory the host loop runs): against the reference with a callback (the host
+ * then reads each iteration before it enqueues the next), and without one against host scalars, with a tolerance
+ * that stops the solve (the iteration enqueued ahead of the stop must change nothing), residual replacement,
+ * niter 0, y = 0 and x0. */
+START_TEST(test_pipecg_device_scalars) {
+  rmaop_ctx hctx = st_scalars_ctx(-1);
+  for (int mode = 0; mode < 2; ++mode) {
+    rmaop_ctx dctx = st_scalars_ctx(mode);
+    for (int k = 0; k < 3; ++k) {
+      const rmaop_dtype d = all_dtypes[k];
+      st_problem p[2] = {make_dtd(dctx, d), make_dtd(hctx, d)};
+      st_ref ref;
+      run_solve(&p[0], d, &(run_cfg){.solver = PIPECG, .niter = 8}, &ref);
+      free(ref.x);
+      const double tol = ref.history[2] * ref.history[3]; /* stops after the 3rd iteration */
+      solve(&p[0], d, (run_cfg){.solver = PIPECG, .niter = 8, .tol = tol});
+      solve(&p[0], d, (run_cfg){.solver = PIPECG, .niter = 8, .rr = 3, .with_x0 = 1});
+      solve(&p[0], d, (run_cfg){.solver = PIPECG, .niter = 0, .with_x0 = 1});
+      solve(&p[0], d, (run_cfg){.solver = PIPECG, .niter = 5, .zero_y = 1});
+      if (d == RMAOP_F64 || d == RMAOP_C128) {
+        const char *m = mode ? "graph" : "device";
+        char what[64];
+        snprintf(what, sizeof what, "%s, niter", m);
+        pipecg_vs_host(p, d, &(run_cfg){.solver = PIPECG, .niter = 7}, mode, what);
+        snprintf(what, sizeof what, "%s, with tol", m);
+        pipecg_vs_host(p, d, &(run_cfg){.solver = PIPECG, .niter = 8, .tol = tol}, mode, what);
+        snprintf(what, sizeof what, "%s, rr 2 and x0", m);
+        pipecg_vs_host(p, d, &(run_cfg){.solver = PIPECG, .niter = 9, .rr = 2, .with_x0 = 1}, mode, what);
+      }
+      st_problem_free(&p[0]), st_problem_free(&p[1]);
+    }
+    rmaop_ctx_destroy(&dctx);
+  }
+  rmaop_ctx_destroy(&hctx);
 }
 END_TEST
 
@@ -482,7 +557,7 @@ START_TEST(test_diagonal) {
   }
   /* and the composite of the bench passes its dot test */
   for (int k = 0; k < 4; ++k) {
-    st_problem q = make_dtd(all_dtypes[k]);
+    st_problem q = make_dtd(ctx, all_dtypes[k]);
     double err = 1;
     RT_OK(rmaop_op_dottest(q.A, 5, &err));
     RT_CHECK(err < (k < 2 ? 1e-12 : 1e-5), "%s D^H D + diag dot test %g", rmaop_dtype_name(all_dtypes[k]), err);
@@ -562,6 +637,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tp, test_pipecg_reference);
   tcase_add_test(tp, test_pipecg_vs_cg);
   tcase_add_test(tp, test_pipecg_stopping);
+  tcase_add_test(tp, test_pipecg_device_scalars);
   tcase_add_test(tp, test_reduction_count);
   suite_add_tcase(s, tp);
   TCase *te = tcase_create("misc");
