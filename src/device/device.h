@@ -129,6 +129,9 @@ enum {
   RMAOP__PCG_NVECS
 };
 rmaop_status rmaop__dev_pipecg_update(rmaop_ctx ctx, rmaop_dtype dt, void *const vecs[], int64_t n, const double *st);
+/* LSQR's scalars on the device (src/device/solver_scalars.cu; the slots of src/solvers/lsqr_scalars.h; enqueued,
+ * one thread): step 0 beta from d = (u.u, w.w), 1 alfa from d = v.v, 2 the iteration's step and stop. */
+rmaop_status rmaop__dev_lsqr_scalars(rmaop_ctx ctx, const double *d, double *st, int step);
 /* n device doubles copied to page-locked host memory behind the stream's work (begin), and the wait for
  * them (polls, bounded by 1.25 x the context's timeout; reports a GPU-side wait that gave up). */
 rmaop_status rmaop__dev_fetch_begin(rmaop_ctx ctx, double *host, const double *dev, int n);

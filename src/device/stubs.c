@@ -93,6 +93,10 @@ rmaop_status rmaop__dev_pipecg_update(rmaop_ctx ctx, rmaop_dtype dt, void *const
   return NO_CUDA(ctx);
 }
 
+rmaop_status rmaop__dev_lsqr_scalars(rmaop_ctx ctx, const double *d, double *st, int step) {
+  return NO_CUDA(ctx);
+}
+
 rmaop_status rmaop__dev_fetch_begin(rmaop_ctx ctx, double *host, const double *dev, int n) {
   return NO_CUDA(ctx);
 }

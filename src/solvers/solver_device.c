@@ -1,14 +1,15 @@
-/* CG's, CGLS's and pipelined CG's iterations with the scalars on the device (RMAOP_SOLVER_SCALARS; README),
- * reached from rmaop_solve_cg, rmaop_solve_cgls (src/solvers/solver.c) and rmaop_solve_pipecg
- * (src/solvers/solver_krylov.c) once they have the start's vectors. CG and CGLS: the host loop's operations in
- * the host loop's order, but the fused dots go into device memory (rmaop__vec_mdot_device), a one-thread kernel
- * makes a and b there (rmaop__dev_cgls_scalars), and the vector updates read them (rmaop__dev_axpby_s, the
+/* CG's, CGLS's, pipelined CG's and LSQR's iterations with the scalars on the device (RMAOP_SOLVER_SCALARS;
+ * README), reached from rmaop_solve_cg, rmaop_solve_cgls (src/solvers/solver.c), rmaop_solve_pipecg and
+ * rmaop_solve_lsqr (src/solvers/solver_krylov.c) once they have the start's vectors. CG and CGLS: the host loop's
+ * operations in the host loop's order, but the fused dots go into device memory (rmaop__vec_mdot_device), a one-thread
+ * kernel makes a and b there (rmaop__dev_cgls_scalars), and the vector updates read them (rmaop__dev_axpby_s, the
  * arithmetic of rmaop_vec_axpby). The host needs one value per iteration, the residual for the stopping test
  * and the history: it is fetched behind the iteration's b step (part 0) while part 1, the next iteration's
  * first operands (CGLS: c = r + b c and q = A c; CG: c = r + b c, Ac = A c, c.Ac and a), is already enqueued,
  * so the one host wait overlaps it. Same iterations, history and x as the host loop; a breakdown (a zero
  * denominator of a) leaves x and the residual as they were (the updates skip themselves). With
- * RMAOP_SOLVER_SCALARS=graph both parts are captured once into CUDA graphs and replayed. Pipelined CG: below.
+ * RMAOP_SOLVER_SCALARS=graph both parts are captured once into CUDA graphs and replayed. Pipelined CG and LSQR:
+ * below.
  * Everything here goes through the device layer (src/device/device.h): a build without CUDA links its stubs,
  * and no host context gets here. */
 #include "solver_impl.h"
@@ -21,9 +22,12 @@ struct dev_solver {
   rmaop_vec x, s, q, r, c; /* CGLS: s, q, r, c; CG: r, c and q = A c; pipelined CG: r, s, q and pv's */
   rmaop_vec y;             /* pipelined CG's right-hand side (the residual replacement) */
   const pipecg_vecs *pv;
+  const lsqr_vecs *lv; /* LSQR's vectors, and its state after the start */
+  const lsqr_state *S0;
   const rmaop_solver_options *o;
   double damp2;
   double *d, *h; /* device: dots at d[0..8), scalars at d + 8; host copy of the scalars */
+  int nsc;       /* scalar slots (on the device, and their host copy) */
   int hist_slot; /* the scalar whose square root is the history: CGLS s.s, CG kold */
   int nparts;    /* parts captured into graphs (RMAOP_SOLVER_SCALARS=graph) */
   const char *fn;
@@ -169,21 +173,21 @@ static rmaop_status dev_solve(dev_solver *v, rmaop_status (*init)(const dev_solv
                               rmaop_solver_info *info) {
   rmaop_ctx ctx = v->A->ctx;
   /* Work buffers of the context (src/core/mem.c): a solve called again allocates and frees nothing. */
-  rmaop_status st = rmaop__work_alloc(ctx, 0, 16 * sizeof(double), "device solver scalars", (void **)&v->d);
+  const size_t dbytes = (8 + (size_t)v->nsc) * sizeof(double), hbytes = (size_t)v->nsc * sizeof(double);
+  rmaop_status st = rmaop__work_alloc(ctx, 0, dbytes, "device solver scalars", (void **)&v->d);
   if (st == RMAOP_OK)
-    st = rmaop__work_alloc(ctx, 1, RMAOP__CG_NSLOTS * sizeof(double), "host copy of the solver scalars",
-                           (void **)&v->h);
+    st = rmaop__work_alloc(ctx, 1, hbytes, "host copy of the solver scalars", (void **)&v->h);
   RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, v->fn), st, out);
   RMAOP_CHECK_GOTO(init(v), st, out);
-  RMAOP_CHECK_GOTO(rmaop__dev_fetch_begin(ctx, v->h, v->d + 8, RMAOP__CG_NSLOTS), st, out);
+  RMAOP_CHECK_GOTO(rmaop__dev_fetch_begin(ctx, v->h, v->d + 8, v->nsc), st, out);
   RMAOP_CHECK_GOTO(rmaop__dev_fetch_wait(ctx, v->fn), st, out);
   st = v->loop(v, o, info);
 out:
   /* The solve ends with its GPU work done (inside time_total, as the host loop's); d and h then go back to the
    * context's cache with nothing enqueued using them. */
   if (v->d) (void)rmaop__dev_sync(ctx);
-  rmaop__work_free(ctx, 0, v->d, 16 * sizeof(double));
-  rmaop__work_free(ctx, 1, v->h, RMAOP__CG_NSLOTS * sizeof(double));
+  rmaop__work_free(ctx, 0, v->d, dbytes);
+  rmaop__work_free(ctx, 1, v->h, hbytes);
   return st;
 }
 
@@ -207,6 +211,7 @@ rmaop_status rmaop__solve_cg_device(rmaop_op A, rmaop_vec x, rmaop_vec r, rmaop_
                   .r = r,
                   .c = c,
                   .hist_slot = RMAOP__CG_KOLD,
+                  .nsc = 8,
                   .nparts = 2,
                   .fn = "rmaop_solve_cg (device scalars)",
                   .part = cg_part,
@@ -224,6 +229,7 @@ rmaop_status rmaop__solve_cgls_device(rmaop_op A, rmaop_vec x, rmaop_vec s, rmao
                   .c = c,
                   .damp2 = damp2,
                   .hist_slot = RMAOP__CG_SS,
+                  .nsc = 8,
                   .nparts = 2,
                   .fn = "rmaop_solve_cgls (device scalars)",
                   .part = cgls_part,
@@ -323,9 +329,114 @@ rmaop_status rmaop__solve_pipecg_device(rmaop_op A, rmaop_vec y, rmaop_vec x, co
                   .y = y,
                   .pv = V,
                   .o = o,
+                  .nsc = 8,
                   .nparts = o->residual_replacement > 0 ? 2 : 1,
                   .fn = "rmaop_solve_pipecg (device scalars)",
                   .part = pipecg_part,
                   .loop = pipecg_loop_dev};
   return dev_solve(&v, pipecg_init, o, info);
+}
+
+/* ---- LSQR ----
+ * The host loop's operations in its order (src/solvers/solver_krylov.c, lsqr_bidiag and the update), the scalars
+ * on the device: the state of src/solvers/lsqr_scalars.h in slots, made by one-thread kernels with the host's
+ * code (rmaop__dev_lsqr_scalars), read by the vector updates (rmaop__dev_axpby_s). The host reads r1norm, istop
+ * and the breakdown flag once per iteration; without a callback the next iteration is enqueued before it does,
+ * and a stop is sticky on the device (the x and w updates of an iteration enqueued ahead of it skip themselves;
+ * its u and v are not read). graph: one iteration captured after the first, replayed once per iteration. */
+
+static rmaop_status lsqr_axpby(const dev_solver *v, rmaop_vec y, rmaop_vec x, int ia, int ib, double b, int iskip) {
+  return rmaop__dev_axpby_s(y->ctx, y->dtype, y->data, x->data, y->local_n, v->d + 8, ia, 1.0, ib, b, iskip);
+}
+
+/* One iteration: u = (A v - alfa u) / beta, v = (A^H u - beta v) / alfa with {u.u, w.w} and v.v reduced, the step's
+ * scalars, x += t1 w, w = v + t2 w. */
+static rmaop_status lsqr_part(const dev_solver *v, int graph, int part) {
+  (void)graph, (void)part;
+  rmaop_ctx ctx = v->A->ctx;
+  const lsqr_vecs *L = v->lv;
+  double *sc = v->d + 8;
+  rmaop_vec uw[2] = {L->u, L->w};
+  RMAOP_CHECK(rmaop_op_apply(v->A, L->v, L->Av));
+  RMAOP_CHECK(lsqr_axpby(v, L->u, L->Av, -1, LSQR_NALFA, 0.0, -1));
+  RMAOP_CHECK(rmaop__vec_mdot_device(2, uw, uw, v->d));
+  RMAOP_CHECK(rmaop__dev_lsqr_scalars(ctx, v->d, sc, 0));
+  RMAOP_CHECK(lsqr_axpby(v, L->u, L->u, LSQR_INVBETA, -1, 0.0, LSQR_USKIP));
+  RMAOP_CHECK(rmaop_op_apply_adjoint(v->A, L->u, L->AHu));
+  RMAOP_CHECK(lsqr_axpby(v, L->v, L->AHu, -1, LSQR_NBETA, 0.0, LSQR_USKIP));
+  RMAOP_CHECK(rmaop__vec_mdot_device(1, &L->v, &L->v, v->d));
+  RMAOP_CHECK(rmaop__dev_lsqr_scalars(ctx, v->d, sc, 1));
+  RMAOP_CHECK(lsqr_axpby(v, L->v, L->v, LSQR_INVALFA, -1, 0.0, LSQR_VSKIP));
+  RMAOP_CHECK(rmaop__dev_lsqr_scalars(ctx, v->d, sc, 2));
+  RMAOP_CHECK(lsqr_axpby(v, v->x, L->w, LSQR_T1, -1, 1.0, LSQR_SKIP));
+  return lsqr_axpby(v, L->w, L->v, -1, LSQR_T2, 0.0, LSQR_SKIP);
+}
+
+static rmaop_status lsqr_enqueue(const dev_solver *v, void *const exec[2], int captured) {
+  return captured ? rmaop__dev_graph_launch(v->A->ctx, exec[0], v->fn, 0) : lsqr_part(v, 0, 0);
+}
+
+static rmaop_status lsqr_fetch(const dev_solver *v) {
+  return rmaop__dev_fetch_begin(v->A->ctx, v->h + LSQR_R1NORM, v->d + 8 + LSQR_R1NORM, 3);
+}
+
+static rmaop_status lsqr_loop_dev(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info) {
+  rmaop_ctx ctx = v->A->ctx;
+  void *exec[2] = {NULL, NULL};
+  int captured = 0;
+  rmaop_status st = RMAOP_OK;
+  /* Iteration 0 runs eagerly: its first reductions and operator applications make their windows and plans
+   * (collective, synchronizing: nothing a capture can hold); graph captures the iterations after it. */
+  RMAOP_CHECK_GOTO(lsqr_part(v, 0, 0), st, out);
+  RMAOP_CHECK_GOTO(lsqr_fetch(v), st, out);
+  if (ctx->solver_scalars == RMAOP__SCALARS_GRAPH && o->niter > 1)
+    RMAOP_CHECK_GOTO(dev_capture(v, exec, &captured), st, out);
+  info->graph = captured;
+  for (int k = 0;; ++k) {
+    const int ahead = !o->callback && k + 1 < o->niter;
+    if (ahead)
+      RMAOP_CHECK_GOTO(lsqr_enqueue(v, exec, captured), st, out);
+    RMAOP_CHECK_GOTO(rmaop__dev_fetch_wait(ctx, v->fn), st, out);
+    if (v->h[LSQR_BREAKDOWN] != 0.0) {
+      info->reason = RMAOP_REASON_BREAKDOWN;
+      break;
+    }
+    RMAOP_CHECK_GOTO(after_iteration(o, info, v->h[LSQR_R1NORM], v->x), st, out);
+    if (v->h[LSQR_ISTOP] != 0.0) {
+      info->reason = rmaop__lsqr_reason((int)v->h[LSQR_ISTOP]);
+      break;
+    }
+    if (k + 1 == o->niter)
+      break;
+    if (!ahead)
+      RMAOP_CHECK_GOTO(lsqr_enqueue(v, exec, captured), st, out);
+    RMAOP_CHECK_GOTO(lsqr_fetch(v), st, out);
+  }
+out:
+  rmaop__dev_graph_free(exec[0]);
+  return st;
+}
+
+/* The start: the host loop's state into the device slots (through the page-locked host copy; the rest zero, and
+ * -alfa for the first update of u). */
+static rmaop_status lsqr_init(const dev_solver *v) {
+  memset(v->h, 0, (size_t)v->nsc * sizeof(double));
+  memcpy(v->h, v->S0, sizeof *v->S0);
+  v->h[LSQR_NALFA] = -v->S0->alfa;
+  return rmaop__dev_copy(v->A->ctx, v->d + 8, v->h, (size_t)v->nsc * sizeof(double));
+}
+
+rmaop_status rmaop__solve_lsqr_device(rmaop_op A, rmaop_vec x, const lsqr_vecs *L, const lsqr_state *S,
+                                      const rmaop_solver_options *o, rmaop_solver_info *info) {
+  dev_solver v = {.A = A,
+                  .x = x,
+                  .lv = L,
+                  .S0 = S,
+                  .o = o,
+                  .nsc = LSQR_NSLOTS,
+                  .nparts = 1,
+                  .fn = "rmaop_solve_lsqr (device scalars)",
+                  .part = lsqr_part,
+                  .loop = lsqr_loop_dev};
+  return dev_solve(&v, lsqr_init, o, info);
 }

@@ -4,10 +4,11 @@
 #ifndef RMAOP_SOLVER_IMPL_H
 #define RMAOP_SOLVER_IMPL_H
 
-#include "core/error.h"
-#include "ops/op_impl.h"
 #include "core/ctx.h"
+#include "core/error.h"
 #include "core/vec.h"
+#include "lsqr_scalars.h"
+#include "ops/op_impl.h"
 
 #include <math.h>
 
@@ -94,7 +95,14 @@ typedef struct {
 } pipecg_vecs;
 rmaop_status rmaop__pipecg_replace(rmaop_op A, rmaop_vec y, rmaop_vec x, const pipecg_vecs *V);
 
-/* ---- CG, CGLS and pipelined CG with the scalars on the device (src/solvers/solver_device.c) ----
+/* LSQR's vectors (src/solvers/solver_krylov.c; Paige & Saunders' names) and its stopping reason for PyLops'
+ * istop. */
+typedef struct {
+  rmaop_vec u, v, w, Av, AHu;
+} lsqr_vecs;
+rmaop_reason rmaop__lsqr_reason(int istop);
+
+/* ---- CG, CGLS, pipelined CG and LSQR with the scalars on the device (src/solvers/solver_device.c) ----
  * Called by rmaop_solve_cg and rmaop_solve_cgls on a device context whose RMAOP_SOLVER_SCALARS is device or
  * graph (x and y distributed), once the start's vectors are made; each runs the iterations, sets
  * info->history, iterations, reason and graph, and frees nothing of the caller's. Collective. */
@@ -104,6 +112,10 @@ rmaop_status rmaop__solve_cg_device(rmaop_op A, rmaop_vec x, rmaop_vec r, rmaop_
 /* CGLS: s = y - A x0, r = c = A^H s (- damp2 x0 with an x0), q = A c; damp2 = damp^2. */
 rmaop_status rmaop__solve_cgls_device(rmaop_op A, rmaop_vec x, rmaop_vec s, rmaop_vec q, rmaop_vec r, rmaop_vec c,
                                       double damp2, const rmaop_solver_options *o, rmaop_solver_info *info);
+/* LSQR: the start made (L's u, v, w and the state S of src/solvers/lsqr_scalars.h, with S->arnorm0 != 0), niter > 0;
+ * S is the host loop's state after the start (the device keeps its own copy). */
+rmaop_status rmaop__solve_lsqr_device(rmaop_op A, rmaop_vec x, const lsqr_vecs *L, const lsqr_state *S,
+                                      const rmaop_solver_options *o, rmaop_solver_info *info);
 /* Pipelined CG: V's r = y - A x0 and w = A r made, z, s, p zero. */
 rmaop_status rmaop__solve_pipecg_device(rmaop_op A, rmaop_vec y, rmaop_vec x, const pipecg_vecs *V,
                                         const rmaop_solver_options *o, rmaop_solver_info *info);

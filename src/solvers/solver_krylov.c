@@ -2,15 +2,9 @@
  * (Ghysels & Vanroose 2014, "Hiding global synchronization latency in the preconditioned Conjugate Gradient
  * algorithm", Alg. 4 without preconditioner). Like src/solvers/solver.c they use only rmaop_vec_* and rmaop_op_* calls
  * (so every backend and memory kind works the same) and keep the scalars on the host; with RMAOP_SOLVER_SCALARS=device
- * or graph a device context runs pipelined CG's iterations in src/solvers/solver_device.c. */
+ * or graph a device context runs their iterations in src/solvers/solver_device.c (LSQR's scalar recurrences:
+ * src/solvers/lsqr_scalars.h, shared with the device). */
 #include "solver_impl.h"
-
-/* sqrt of a sum of squares, summed in numpy.linalg.norm's order, so scalars match PyLops to rounding. */
-static double norm_of(int n, const double *v) {
-  double s = 0.0;
-  for (int i = 0; i < n; ++i) s += v[i] * v[i];
-  return sqrt(s);
-}
 
 /* The options only these solvers read (solver_start checks them with the shared ones). */
 static rmaop_status check_extra(const char *fn, rmaop_ctx ctx, const rmaop_solver_options *o) {
@@ -24,72 +18,10 @@ static rmaop_status check_extra(const char *fn, rmaop_ctx ctx, const rmaop_solve
 
 /* ==== LSQR ==================================================================================== */
 
-/* The scalar state of PyLops' LSQR (names as there). */
-typedef struct {
-  double damp, dampsq, atol, btol, ctol;
-  double alfa, beta, anorm, acond, ddnorm, res2, xnorm, xxnorm, z, cs2, sn2;
-  double rhobar, phibar, bnorm, rnorm, arnorm0;
-} lsqr_state;
-
 /* PyLops' defaults for 0, "off" for a negative value. */
 static double tol_or_default(double v, double deflt) { return v == 0.0 ? deflt : v < 0.0 ? 0.0 : v; }
 
-typedef struct {
-  double t1, t2; /* x += t1 w; w = v + t2 w */
-  double r1norm;
-  int istop;     /* PyLops' istop (0: keep going) */
-  int breakdown; /* rho or gamma is zero: the rotation divides by it */
-} lsqr_step;
-
-/* One iteration's scalars, given the new beta, alfa and ||w||^2 (PyLops LSQR.step, from "use a plane
- * rotation to eliminate the damping parameter" down to the stopping tests). */
-static lsqr_step lsqr_scalars(lsqr_state *S, double wnorm2) {
-  lsqr_step out = {0, 0, 0, 0, 0};
-  const double rhobar1 = norm_of(2, (double[]){S->rhobar, S->damp});
-  const double cs1 = S->rhobar / rhobar1, sn1 = S->damp / rhobar1;
-  const double psi = sn1 * S->phibar;
-  S->phibar = cs1 * S->phibar;
-  const double rho = norm_of(2, (double[]){rhobar1, S->beta});
-  const double delta = S->sn2 * rho, gambar = -S->cs2 * rho;
-  const double theta = (S->beta / rho) * S->alfa;
-  const double gamma = norm_of(2, (double[]){gambar, theta});
-  if (rho == 0.0 || gamma == 0.0) {
-    out.breakdown = 1;
-    return out;
-  }
-  const double cs = rhobar1 / rho, sn = S->beta / rho;
-  S->rhobar = -cs * S->alfa;
-  const double phi = cs * S->phibar;
-  S->phibar = sn * S->phibar;
-  const double tau = sn * phi;
-  out.t1 = phi / rho;
-  out.t2 = -theta / rho;
-  S->ddnorm += wnorm2 / (rho * rho); /* ||dk||^2, dk = w / rho */
-  const double rhs = phi - delta * S->z, zbar = rhs / gambar;
-  S->xnorm = sqrt(S->xxnorm + zbar * zbar);
-  S->cs2 = gambar / gamma;
-  S->sn2 = theta / gamma;
-  S->z = rhs / gamma;
-  S->xxnorm += S->z * S->z;
-  S->acond = S->anorm * sqrt(S->ddnorm);
-  S->res2 += psi * psi;
-  S->rnorm = sqrt(S->phibar * S->phibar + S->res2);
-  const double arnorm = S->alfa * fabs(tau);
-  out.r1norm = sqrt(fabs(S->rnorm * S->rnorm - S->dampsq * S->xxnorm));
-  const double test1 = S->rnorm / S->bnorm, test2 = arnorm / S->arnorm0, test3 = 1.0 / S->acond;
-  const double t1 = test1 / (1.0 + S->anorm * S->xnorm / S->bnorm);
-  const double rtol = S->btol + S->atol * S->anorm * S->xnorm / S->bnorm;
-  /* PyLops' order: later tests override earlier ones. */
-  if (1.0 + test3 <= 1.0) out.istop = 6;
-  if (1.0 + test2 <= 1.0) out.istop = 5;
-  if (1.0 + t1 <= 1.0) out.istop = 4;
-  if (test3 <= S->ctol) out.istop = 3;
-  if (test2 <= S->atol) out.istop = 2;
-  if (test1 <= rtol) out.istop = 1;
-  return out;
-}
-
-static rmaop_reason lsqr_reason(int istop) {
+rmaop_reason rmaop__lsqr_reason(int istop) {
   return istop == 0 ? RMAOP_REASON_NITER : istop == 3 || istop == 6 ? RMAOP_REASON_CONLIM : RMAOP_REASON_TOL;
 }
 
@@ -102,15 +34,36 @@ static rmaop_status lsqr_bidiag(rmaop_op A, lsqr_state *S, rmaop_vec u, rmaop_ve
   double _Complex d[2];
   rmaop_vec dx[2] = {u, w};
   RMAOP_CHECK(rmaop_vec_mdot(2, dx, dx, d));
-  S->beta = sqrt(creal(d[0]));
   *wnorm2 = creal(d[1]);
-  if (S->beta <= 0.0) return RMAOP_OK;
+  if (!lsqr_set_beta(S, creal(d[0])))
+    return RMAOP_OK;
   RMAOP_CHECK(rmaop_vec_scale(u, 1.0 / S->beta));
-  S->anorm = norm_of(4, (double[]){S->anorm, S->alfa, S->beta, S->damp});
   RMAOP_CHECK(rmaop_op_apply_adjoint(A, u, AHu));
   RMAOP_CHECK(rmaop_vec_axpby(v, 1.0, -S->beta, AHu));
   RMAOP_CHECK(rmaop_vec_norm2(v, &S->alfa));
   return S->alfa > 0.0 ? rmaop_vec_scale(v, 1.0 / S->alfa) : RMAOP_OK;
+}
+
+/* The iterations, once the start is made. */
+static rmaop_status lsqr_loop(rmaop_op A, rmaop_vec x, const lsqr_vecs *L, lsqr_state *S, const rmaop_solver_options *o,
+                              rmaop_solver_info *info) {
+  while (info->iterations < o->niter) {
+    double wnorm2 = 0.0;
+    RMAOP_CHECK(lsqr_bidiag(A, S, L->u, L->v, L->w, L->Av, L->AHu, &wnorm2));
+    const lsqr_step k = lsqr_scalars(S, wnorm2);
+    if (k.breakdown) {
+      info->reason = RMAOP_REASON_BREAKDOWN;
+      break;
+    }
+    RMAOP_CHECK(rmaop_vec_axpy(x, k.t1, L->w));
+    RMAOP_CHECK(rmaop_vec_axpby(L->w, 1.0, k.t2, L->v)); /* w = v + t2 w */
+    RMAOP_CHECK(after_iteration(o, info, k.r1norm, x));
+    if (k.istop != 0) {
+      info->reason = rmaop__lsqr_reason(k.istop);
+      break;
+    }
+  }
+  return RMAOP_OK;
 }
 
 /* beta u = y - A x0, alfa v = A^H u, w = v (PyLops LSQR.setup). */
@@ -163,21 +116,10 @@ rmaop_status rmaop_solve_lsqr(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_
   info->history[0] = S.beta;
   /* A^H (y - A x0) = 0: x0 is the answer (PyLops stops here too; scipy's istop = 0). */
   info->reason = S.arnorm0 == 0.0 ? RMAOP_REASON_TOL : RMAOP_REASON_NITER;
-  while (S.arnorm0 != 0.0 && info->iterations < o->niter) {
-    double wnorm2 = 0.0;
-    RMAOP_CHECK_GOTO(lsqr_bidiag(A, &S, u, v, w, Av, AHu, &wnorm2), st, out);
-    const lsqr_step k = lsqr_scalars(&S, wnorm2);
-    if (k.breakdown) {
-      info->reason = RMAOP_REASON_BREAKDOWN;
-      break;
-    }
-    RMAOP_CHECK_GOTO(rmaop_vec_axpy(x, k.t1, w), st, out);
-    RMAOP_CHECK_GOTO(rmaop_vec_axpby(w, 1.0, k.t2, v), st, out); /* w = v + t2 w */
-    RMAOP_CHECK_GOTO(after_iteration(o, info, k.r1norm, x), st, out);
-    if (k.istop != 0) {
-      info->reason = lsqr_reason(k.istop);
-      break;
-    }
+  if (S.arnorm0 != 0.0 && o->niter > 0) { /* RMAOP_SOLVER_SCALARS=device or graph: src/solvers/solver_device.c */
+    const lsqr_vecs L = {u, v, w, Av, AHu};
+    st = solver_device_scalars(A, x, y) ? rmaop__solve_lsqr_device(A, x, &L, &S, o, info)
+                                        : lsqr_loop(A, x, &L, &S, o, info);
   }
 out:
   solver_stop(&clk);

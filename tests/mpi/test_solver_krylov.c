@@ -414,7 +414,7 @@ END_TEST
 /* One solve without a callback on p[0] (device or graph scalars) and p[1] (host scalars): the same iterations,
  * reason, history and x, bit for bit, and info.graph where graphs replay. Without a callback the device loop
  * enqueues each iteration before it reads the previous one's stop. */
-static void pipecg_vs_host(const st_problem p[2], rmaop_dtype d, const run_cfg *rc, int graph, const char *what) {
+static void scalars_vs_host(const st_problem p[2], rmaop_dtype d, const run_cfg *rc, int graph, const char *what) {
   rmaop_solver_info info[2];
   st_solve_vecs v[2];
   for (int c = 0; c < 2; ++c) {
@@ -422,7 +422,8 @@ static void pipecg_vs_host(const st_problem p[2], rmaop_dtype d, const run_cfg *
     rmaop_solver_options o;
     set_options(&o, rc, v[c].x0);
     memset(&info[c], 0, sizeof info[c]);
-    RT_OK(rmaop_solve_pipecg(p[c].A, v[c].y, v[c].x, &o, &info[c]));
+    const st_solver_fn solver = rc->solver == LSQR ? rmaop_solve_lsqr : rmaop_solve_pipecg;
+    RT_OK(solver(p[c].A, v[c].y, v[c].x, &o, &info[c]));
   }
   RT_CHECK(info[0].graph == (graph && st_graph_expected()) && info[1].graph == 0,
            "%s %s: info.graph is %d (want %d) and %d with host scalars", rmaop_dtype_name(d), what, info[0].graph,
@@ -430,9 +431,9 @@ static void pipecg_vs_host(const st_problem p[2], rmaop_dtype d, const run_cfg *
   RT_CHECK(info[0].iterations == info[1].iterations && info[0].reason == info[1].reason,
            "%s %s: device scalars %d iterations (reason %d), host scalars %d (reason %d)", rmaop_dtype_name(d), what,
            info[0].iterations, (int)info[0].reason, info[1].iterations, (int)info[1].reason);
-  if (rc->tol > 0)
-    RT_CHECK(info[0].reason == RMAOP_REASON_TOL && info[0].iterations < rc->niter, "%s %s: tol did not stop (%d its)",
-             rmaop_dtype_name(d), what, info[0].iterations);
+  if (rc->tol > 0 || rc->lo.atol > 0 || rc->lo.conlim > 0)
+    RT_CHECK(info[0].reason != RMAOP_REASON_NITER && info[0].iterations < rc->niter,
+             "%s %s: the tolerance did not stop (%d its)", rmaop_dtype_name(d), what, info[0].iterations);
   for (int i = 0; i <= info[0].iterations && i <= info[1].iterations; ++i)
     RT_CHECK(info[0].history[i] == info[1].history[i], "%s %s: history[%d] %.17g (device scalars) vs %.17g (host)",
              rmaop_dtype_name(d), what, i, info[0].history[i], info[1].history[i]);
@@ -472,14 +473,52 @@ START_TEST(test_pipecg_device_scalars) {
         const char *m = mode ? "graph" : "device";
         char what[64];
         snprintf(what, sizeof what, "%s, niter", m);
-        pipecg_vs_host(p, d, &(run_cfg){.solver = PIPECG, .niter = 7}, mode, what);
+        scalars_vs_host(p, d, &(run_cfg){.solver = PIPECG, .niter = 7}, mode, what);
         snprintf(what, sizeof what, "%s, with tol", m);
-        pipecg_vs_host(p, d, &(run_cfg){.solver = PIPECG, .niter = 8, .tol = tol}, mode, what);
+        scalars_vs_host(p, d, &(run_cfg){.solver = PIPECG, .niter = 8, .tol = tol}, mode, what);
         snprintf(what, sizeof what, "%s, rr 2 and x0", m);
-        pipecg_vs_host(p, d, &(run_cfg){.solver = PIPECG, .niter = 9, .rr = 2, .with_x0 = 1}, mode, what);
+        scalars_vs_host(p, d, &(run_cfg){.solver = PIPECG, .niter = 9, .rr = 2, .with_x0 = 1}, mode, what);
       }
       st_problem_free(&p[0]), st_problem_free(&p[1]);
     }
+    rmaop_ctx_destroy(&dctx);
+  }
+  rmaop_ctx_destroy(&hctx);
+}
+END_TEST
+
+/* RMAOP_SOLVER_SCALARS=device and =graph for LSQR (its scalar recurrences on the device, the host's code): against
+ * the reference with a callback, and without one against host scalars, on stops by count, by atol/btol and by
+ * conlim (the iteration enqueued ahead of a stop must change nothing), with damping and x0, y = 0 (no iteration)
+ * and niter 0. */
+START_TEST(test_lsqr_device_scalars) {
+  rmaop_ctx hctx = st_scalars_ctx(-1);
+  for (int mode = 0; mode < 2; ++mode) {
+    rmaop_ctx dctx = st_scalars_ctx(mode);
+    const char *m = mode ? "graph" : "device";
+    char what[64];
+    for (int k = 0; k < 3; ++k) {
+      const rmaop_dtype d = all_dtypes[k];
+      st_problem p[2] = {st_make_derivative(dctx, d), st_make_derivative(hctx, d)};
+      solve(&p[0], d, (run_cfg){.solver = LSQR, .niter = 10});
+      solve(&p[0], d, (run_cfg){.solver = LSQR, .niter = 10, .lo.damp = 0.3, .with_x0 = 1});
+      if (d != RMAOP_F32) {
+        snprintf(what, sizeof what, "LSQR %s, damp and x0", m);
+        scalars_vs_host(p, d, &(run_cfg){.solver = LSQR, .niter = 10, .lo.damp = 0.3, .with_x0 = 1}, mode, what);
+      }
+      st_problem_free(&p[0]), st_problem_free(&p[1]);
+    }
+    st_problem p[2] = {st_make_spd(dctx, RMAOP_F64), st_make_spd(hctx, RMAOP_F64)};
+    const run_cfg stops[2] = {{.solver = LSQR, .niter = 40, .lo = {.atol = 1e-6, .btol = 1e-6}},
+                              {.solver = LSQR, .niter = 12, .lo = {.conlim = 3.0}}};
+    for (int c = 0; c < 2; ++c) {
+      solve(&p[0], RMAOP_F64, stops[c]);
+      snprintf(what, sizeof what, "LSQR %s, %s", m, c ? "conlim" : "atol and btol");
+      scalars_vs_host(p, RMAOP_F64, &stops[c], mode, what);
+    }
+    solve(&p[0], RMAOP_F64, (run_cfg){.solver = LSQR, .niter = 5, .zero_y = 1});
+    solve(&p[0], RMAOP_F64, (run_cfg){.solver = LSQR, .niter = 0, .with_x0 = 1});
+    st_problem_free(&p[0]), st_problem_free(&p[1]);
     rmaop_ctx_destroy(&dctx);
   }
   rmaop_ctx_destroy(&hctx);
@@ -631,6 +670,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tl, test_lsqr_vstack);
   tcase_add_test(tl, test_lsqr_matches_cgls);
   tcase_add_test(tl, test_lsqr_stopping);
+  tcase_add_test(tl, test_lsqr_device_scalars);
   suite_add_tcase(s, tl);
   TCase *tp = tcase_create("pipecg");
   tcase_add_checked_fixture(tp, setup, teardown);
