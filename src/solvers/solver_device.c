@@ -36,6 +36,12 @@ struct dev_solver {
   rmaop_status (*loop)(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info);
 };
 
+/* Whether the loop replays CUDA graphs: graph, and resident (which reaches these loops for the solvers its kernel
+ * does not run). */
+static int replays(rmaop_ctx ctx) {
+  return ctx->solver_scalars == RMAOP__SCALARS_GRAPH || ctx->solver_scalars == RMAOP__SCALARS_RESIDENT;
+}
+
 static rmaop_status axpby_s(rmaop_vec y, rmaop_vec x, const double *sc, int ia, double sa, int ib, double b) {
   return rmaop__dev_axpby_s(y->ctx, y->dtype, y->data, x->data, y->local_n, sc, ia, sa, ib, b, RMAOP__CG_BREAKDOWN);
 }
@@ -135,7 +141,7 @@ static rmaop_status dev_loop(const dev_solver *v, const rmaop_solver_options *o,
   double kold = v->h[RMAOP__CG_KOLD];
   info->history[0] = sqrt(v->h[v->hist_slot]);
   info->reason = RMAOP_REASON_NITER;
-  if (ctx->solver_scalars == RMAOP__SCALARS_GRAPH && info->iterations < o->niter && kold > o->tol)
+  if (replays(ctx) && info->iterations < o->niter && kold > o->tol)
     RMAOP_CHECK_GOTO(dev_capture(v, exec, &captured), st, out);
   info->graph = captured;
   while (info->iterations < o->niter && kold > o->tol) {
@@ -287,7 +293,7 @@ static rmaop_status pipecg_loop_dev(const dev_solver *v, const rmaop_solver_opti
   int captured = 0;
   rmaop_status st = RMAOP_OK;
   info->reason = RMAOP_REASON_NITER;
-  if (ctx->solver_scalars == RMAOP__SCALARS_GRAPH && v->h[RMAOP__PCG_STOP] == 0.0)
+  if (replays(ctx) && v->h[RMAOP__PCG_STOP] == 0.0)
     RMAOP_CHECK_GOTO(dev_capture(v, exec, &captured), st, out);
   info->graph = captured;
   for (int k = 0;; ++k) {
@@ -389,7 +395,7 @@ static rmaop_status lsqr_loop_dev(const dev_solver *v, const rmaop_solver_option
    * (collective, synchronizing: nothing a capture can hold); graph captures the iterations after it. */
   RMAOP_CHECK_GOTO(lsqr_part(v, 0, 0), st, out);
   RMAOP_CHECK_GOTO(lsqr_fetch(v), st, out);
-  if (ctx->solver_scalars == RMAOP__SCALARS_GRAPH && o->niter > 1)
+  if (replays(ctx) && o->niter > 1)
     RMAOP_CHECK_GOTO(dev_capture(v, exec, &captured), st, out);
   info->graph = captured;
   for (int k = 0;; ++k) {

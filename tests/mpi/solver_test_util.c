@@ -337,7 +337,7 @@ int st_graph_expected(void) {
 }
 
 rmaop_ctx st_scalars_ctx(int mode) {
-  setenv("RMAOP_SOLVER_SCALARS", mode < 0 ? "host" : mode ? "graph" : "device", 1);
+  setenv("RMAOP_SOLVER_SCALARS", mode < 0 ? "host" : mode == 0 ? "device" : mode == 1 ? "graph" : "resident", 1);
   rmaop_ctx c = rt_ctx();
   unsetenv("RMAOP_SOLVER_SCALARS");
   return c;

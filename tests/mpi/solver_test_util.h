@@ -157,8 +157,8 @@ double _Complex *st_vec_global(rmaop_vec v, int64_t *n);
  * rmaop_ctx_get_stream): device memory and one rank, nccl, or rma over ipc on the kernel path. From the
  * environment the test list sets, not from the library. */
 int st_graph_expected(void);
-/* Collective: a context whose solvers keep their scalars on the host (mode -1), on the device (0) or in CUDA
- * graphs (1). */
+/* Collective: a context whose solvers keep their scalars on the host (mode -1), on the device (0), in CUDA graphs
+ * (1) or in the resident kernel (2). */
 rmaop_ctx st_scalars_ctx(int mode);
 
 #endif /* RMAOP_SOLVER_TEST_UTIL_H */
