@@ -66,27 +66,6 @@ typedef struct {
 /* Enqueues the batch on `stream` (a cudaStream_t). Returns a cudaError_t (0: enqueued). */
 int rma__ipc_batch_launch(void *stream, const rma_ipc_batch *batch);
 
-/* A device reduction as one kernel (rma_backend.c, reduce_device): each rank stores its `count` values
- * into slot [half][me] of every rank's reduction window (IPC-mapped; own included), fences, stores
- * flag[me] = epoch into every rank's flag area (release, system scope), waits until its own flag area
- * holds `epoch` from every rank (cyclic compare, bounded like the batch waits), then combines slots
- * 0..P-1 in rank order into `out`. Halves alternate by epoch: a rank writes half h again only two
- * reductions later, after every peer's kernel that read it has stored its next flag. The reduction's number
- * is not a launch parameter but *counter + 1 (device memory, stored back by the kernel): a kernel
- * replayed from a CUDA graph uses the number of its replay. */
-enum { RMA_DRED_MAXP = 16, RMA_DRED_MAXC = 16 };
-typedef struct {
-  const double *in;
-  double *out;
-  int count, op, me, P;
-  uint32_t *counter;              /* reductions done on this context's window, device memory */
-  double *slots[RMA_DRED_MAXP];   /* rank r's slot area, mapped here: [2][P][RMA_DRED_MAXC] doubles */
-  uint32_t *flags[RMA_DRED_MAXP]; /* rank r's flag area, mapped here: P uint32 */
-  uint64_t timeout_ns;
-  rmaop__dev_wait_record *error;
-} rma_dred_args;
-int rma__dred_launch(void *stream, const rma_dred_args *a);
-
 #ifdef __cplusplus
 }
 #endif

@@ -129,63 +129,7 @@ __global__ void __launch_bounds__(kThreads) batch_kernel(const rma_ipc_batch b) 
   wait_all(b.wait, b.nwait, b);
 }
 
-__global__ void dred_kernel(const rma_dred_args a) {
-  const int t = threadIdx.x;
-  const uint32_t epoch = *(volatile uint32_t *)a.counter + 1u; /* this reduction's number */
-  const int half = (int)(epoch & 1u);
-  const size_t mine = ((size_t)half * a.P + a.me) * RMA_DRED_MAXC;
-  if (t < a.count) {
-    const double v = a.in[t];
-    for (int r = 0; r < a.P; ++r)
-      a.slots[r][mine + t] = v;
-  }
-  __threadfence_system();
-  __syncthreads();
-  if (t == 0)
-    for (int r = 0; r < a.P; ++r)
-      store_release_sys(a.flags[r] + a.me, epoch);
-  __shared__ int failed;
-  if (t == 0) {
-    failed = 0;
-    *a.counter = epoch; /* every thread read the counter before the __syncthreads above */
-  }
-  __syncthreads();
-  if (t < a.P) { /* thread r waits for rank r's values */
-    const uint32_t *f = a.flags[a.me] + t;
-    const uint64_t start = global_ns();
-    for (;;) {
-      const uint32_t v = load_acquire_sys(f);
-      if ((int32_t)(v - epoch) >= 0)
-        break;
-      if (global_ns() - start > a.timeout_ns) {
-        a.error->slot = (unsigned)(a.P + t); /* rank t's "done" */
-        a.error->want = epoch;
-        a.error->seen = v;
-        __threadfence_system();
-        a.error->failed = 1;
-        failed = 1;
-        break;
-      }
-    }
-  }
-  __syncthreads();
-  if (failed || t >= a.count)
-    return;
-  const double *own = a.slots[a.me] + (size_t)half * a.P * RMA_DRED_MAXC + t;
-  double v = __ldcv(own);
-  for (int r = 1; r < a.P; ++r) {
-    const double w = __ldcv(own + (size_t)r * RMA_DRED_MAXC);
-    v = a.op == 0 ? v + w : a.op == 1 ? (w > v ? w : v) : (w < v ? w : v); /* RMAOP_SUM, _MAX, _MIN */
-  }
-  a.out[t] = v;
-}
-
 } // namespace
-
-extern "C" int rma__dred_launch(void *stream, const rma_dred_args *a) {
-  dred_kernel<<<1, 32, 0, static_cast<cudaStream_t>(stream)>>>(*a);
-  return (int)cudaGetLastError();
-}
 
 extern "C" int rma__ipc_batch_launch(void *stream, const rma_ipc_batch *b) {
   uint64_t blocks = (b->copy_bytes + kBytesPerBlock - 1) / kBytesPerBlock;

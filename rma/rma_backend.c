@@ -632,17 +632,18 @@ static rmaop_status reduce_end(rmaop_ctx ctx, void *req) {
  * of device doubles (rmaop_allreduce_enqueue, the solvers' device dots) is ONE kernel instead of the
  * core's gather plan (pack, epoch steps, unpack, combine: a dozen launches and memops): it stores this
  * rank's values into a slot of every rank's GPU window, then a flag, waits for every rank's flag and
- * sums the slots in rank order (rma/ipc_batch.h, rma__dred_launch). The window is an ipc window of
+ * sums the slots in rank order (src/device/device.h, rmaop__dred_args); the solvers' dots run it in the last
+ * block of their dot kernel (rmaop__dev_dots_reduce), so a reduced dot is one launch. The window is an ipc window of
  * [2][P][16] doubles, P flags and a counter of this rank's reductions (read and advanced by the kernel, so
  * that a replayed CUDA graph numbers its reductions right), made at the first such reduction (collective,
  * as every call here); halves alternate by reduction, flags hold the reduction's number. Nothing
  * synchronizes the host. */
 static rmaop_status dred_window(rmaop_ctx ctx, rma_ctx *s) {
   s->dstate = -1;
-  if (rma__settings(ctx)->ipc_path != RMA_IPC_PATH_KERNEL || ctx->size > RMA_DRED_MAXP || ctx->node_size != ctx->size ||
-      !rma__plan_on_device(ctx) || rma__gpu_over_mpi(ctx))
+  if (rma__settings(ctx)->ipc_path != RMA_IPC_PATH_KERNEL || ctx->size > RMAOP__DRED_MAXP ||
+      ctx->node_size != ctx->size || !rma__plan_on_device(ctx) || rma__gpu_over_mpi(ctx))
     return RMAOP_OK; /* the same answer on every rank: the inputs are the context's, agreed at creation */
-  const size_t P = (size_t)ctx->size, bytes = 2 * P * RMA_DRED_MAXC * sizeof(double) + (P + 1) * sizeof(uint32_t);
+  const size_t P = (size_t)ctx->size, bytes = 2 * P * RMAOP__DRED_MAXC * sizeof(double) + (P + 1) * sizeof(uint32_t);
   void *base = NULL;
   RMAOP_CHECK(rma__win_make(ctx, 1, NULL, bytes, RMA_WIN_DEVICE, &s->dwin, &base));
   if (!s->dwin->device || !s->dwin->ipc) { /* not an ipc window after all: the plan path */
@@ -653,11 +654,12 @@ static rmaop_status dred_window(rmaop_ctx ctx, rma_ctx *s) {
   return RMAOP_OK;
 }
 
-static rmaop_status reduce_device(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op,
+static rmaop_status reduce_device(rmaop_ctx ctx, int64_t count, rmaop_redop op,
+                                  rmaop_status (*launch)(rmaop_ctx ctx, rmaop__dred_args *a, void *user), void *user,
                                   int *done) {
   rma_ctx *s = ctx->backend_data;
   *done = 0;
-  if (ctx->memory != RMAOP_MEMORY_DEVICE || count > RMA_DRED_MAXC)
+  if (ctx->memory != RMAOP_MEMORY_DEVICE || count > RMAOP__DRED_MAXC)
     return RMAOP_OK;
   if (s->dstate == 0) {
     RMAOP_REQUIRE(ctx, !rmaop__dev_capturing(ctx), RMAOP_ERR_UNSUPPORTED,
@@ -671,8 +673,8 @@ static rmaop_status reduce_device(rmaop_ctx ctx, const double *in, double *out, 
     rmaop__trace_sync_start(ctx);
   const double t0 = rmaop__wtime();
   RMAOP_CHECK(rmaop__dev_check_waits(ctx));
-  rma_dred_args a = {.in = in, .out = out, .count = (int)count, .op = (int)op, .me = ctx->rank, .P = ctx->size};
-  const size_t flags_at = 2 * (size_t)ctx->size * RMA_DRED_MAXC * sizeof(double);
+  rmaop__dred_args a = {.count = (int)count, .op = (int)op, .me = ctx->rank, .P = ctx->size};
+  const size_t flags_at = 2 * (size_t)ctx->size * RMAOP__DRED_MAXC * sizeof(double);
   a.counter = (uint32_t *)(s->dwin->base + flags_at) + ctx->size;
   for (int r = 0; r < ctx->size; ++r) {
     a.slots[r] = (double *)s->dwin->peer_base[r];
@@ -680,8 +682,7 @@ static rmaop_status reduce_device(rmaop_ctx ctx, const double *in, double *out, 
   }
   a.timeout_ns = (uint64_t)(ctx->timeout * 1e9 < 1.8e19 ? ctx->timeout * 1e9 : 1.8e19);
   a.error = (rmaop__dev_wait_record *)ctx->dev_wait_record_dev;
-  const int e = rma__dred_launch(ctx->stream, &a);
-  RMAOP_REQUIRE(ctx, e == 0, RMAOP_ERR_CUDA, "rma device reduction: kernel launch failed (cudaError %d)", e);
+  RMAOP_CHECK(launch(ctx, &a, user));
   const double t1 = rmaop__wtime();
   ctx->comm_time += t1 - t0;
   if (ctx->trace_on) /* host time: the kernel runs on after the call (stream-ordered) */

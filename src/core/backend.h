@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "ctx.h"
+#include "device/device.h"
 #include "error.h"
 #include "plan.h"
 #include "rmaop/rmaop.h"
@@ -60,8 +61,12 @@ typedef struct rmaop_backend {
   const char *(*reduce_transport)(rmaop_ctx ctx);
   /* Optional: a reduction of count doubles in device memory into device memory, enqueued on the context's
    * stream (rmaop_allreduce_enqueue, the solvers' device dots), when the backend has a faster way than the
-   * core's gather plan; *done = 0 leaves it to the plan. Rank order, identical bits on every rank. */
-  rmaop_status (*reduce_device)(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op,
+   * core's gather plan: the backend fills a's slot-area fields (src/device/device.h, rmaop__dred_args: all but
+   * in and out) and calls launch(ctx, a, user), which sets in and out and enqueues the one-block reduction
+   * (rmaop__dev_dred) or a dot kernel that ends in it (rmaop__dev_dots_reduce). *done = 0 (launch not called)
+   * leaves it to the plan. Rank order, identical bits on every rank. */
+  rmaop_status (*reduce_device)(rmaop_ctx ctx, int64_t count, rmaop_redop op,
+                                rmaop_status (*launch)(rmaop_ctx ctx, rmaop__dred_args *a, void *user), void *user,
                                 int *done);
   /* Optional: the name of the epoch synchronization this context's plans use, for the trace (NULL slot: "-"). */
   const char *(*sync_name)(rmaop_ctx ctx);

@@ -221,14 +221,34 @@ static rmaop_status gather_plan(rmaop_ctx ctx, int64_t count, int *slot) {
   return RMAOP_OK;
 }
 
+typedef struct {
+  const double *in;
+  double *out;
+} dred_io;
+
+static rmaop_status dred_launch(rmaop_ctx ctx, rmaop__dred_args *a, void *user) {
+  const dred_io *io = user;
+  a->in = io->in, a->out = io->out;
+  return rmaop__dev_dred(ctx, a);
+}
+
+rmaop_status rmaop__reduce_device_fused(rmaop_ctx ctx, int64_t count, rmaop_redop op,
+                                        rmaop_status (*launch)(rmaop_ctx ctx, rmaop__dred_args *a, void *user),
+                                        void *user, int *done) {
+  *done = 0;
+  if (!ctx->backend->reduce_device)
+    return RMAOP_OK;
+  return ctx->backend->reduce_device(ctx, count, op, launch, user, done);
+}
+
 rmaop_status rmaop__allreduce_device(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op) {
   RMAOP_REQUIRE_USABLE(ctx, "device reduction");
   if (count == 0) return RMAOP_OK;
-  if (ctx->backend->reduce_device) {
-    int done = 0;
-    RMAOP_CHECK(ctx->backend->reduce_device(ctx, in, out, count, op, &done));
-    if (done) return RMAOP_OK;
-  }
+  int done = 0;
+  dred_io io = {in, out};
+  RMAOP_CHECK(rmaop__reduce_device_fused(ctx, count, op, dred_launch, &io, &done));
+  if (done)
+    return RMAOP_OK;
   int i = 0;
   RMAOP_CHECK(gather_plan(ctx, count, &i));
   RMAOP_CHECK(rmaop_plan_execute(ctx->dred[i].plan, in, ctx->dred[i].slots, RMAOP_INSERT));

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "device/device.h"
 #include "rmaop/rmaop.h"
 
 #ifdef __cplusplus
@@ -54,7 +55,12 @@ rmaop_status rmaop__vec_mdot_device(int n, const rmaop_vec x[], const rmaop_vec 
 /* count doubles in device memory reduced into out (device memory) across the context, in rank order,
  * enqueued on the stream (src/core/reduce.c). Collective; no argument agreement (callers check). */
 rmaop_status rmaop__allreduce_device(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op);
-
+/* The backend's one-block device reduction of count doubles, where it has one (*done = 1; src/core/backend.h,
+ * reduce_device): `launch` sets the arguments' in and out and enqueues the kernel that runs it. *done = 0: the
+ * caller reduces some other way (launch not called). Collective. */
+rmaop_status rmaop__reduce_device_fused(rmaop_ctx ctx, int64_t count, rmaop_redop op,
+                                        rmaop_status (*launch)(rmaop_ctx ctx, rmaop__dred_args *a, void *user),
+                                        void *user, int *done);
 
 /* Starts a reduction (`op`) of `np` partial doubles plus one flag that marks the ranks whose arguments
  * were bad (`local` != RMAOP_OK: partials are ignored, the rank still takes part so nobody hangs).
@@ -64,11 +70,6 @@ rmaop_status rmaop__reduce_flagged_begin(rmaop_ctx ctx, rmaop_status local, cons
                                          rmaop_redop op, const char *label, int local_only,
                                          rmaop_status (*finish)(rmaop_request), void *out, int nout,
                                          rmaop_request *req);
-/* Frees the device reductions' gather plans (collective: at context destruction). */
-void rmaop__dev_reduce_free(rmaop_ctx ctx);
-/* count doubles in device memory reduced into out (device memory) across the context, in rank order,
- * enqueued on the stream. Collective; no argument agreement (callers check). */
-rmaop_status rmaop__allreduce_device(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op);
 
 #ifdef __cplusplus
 }

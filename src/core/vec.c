@@ -551,19 +551,47 @@ rmaop_status rmaop_vec_mdot(int n, const rmaop_vec x[], const rmaop_vec y[], dou
   return rmaop_request_wait(&req);
 }
 
+/* The dots of one kernel (pairs that share a dtype and a length) and, for rmaop__dev_dots_reduce, where the
+ * reduced values go. */
+typedef struct {
+  rmaop_dtype dt;
+  int m;
+  int64_t len;
+  const void *xs[8], *ys[8];
+  double *r;
+} dots_group;
+
+static int group_of(int n, const rmaop_vec x[], const rmaop_vec y[], int k, dots_group *g) {
+  g->dt = x[k]->dtype, g->len = x[k]->local_n, g->m = 0;
+  while (k + g->m < n && g->m < 8 && x[k + g->m]->dtype == g->dt && x[k + g->m]->local_n == g->len) {
+    g->xs[g->m] = x[k + g->m]->data;
+    g->ys[g->m] = y[k + g->m]->data;
+    ++g->m;
+  }
+  return g->m;
+}
+
+static rmaop_status dots_reduce_launch(rmaop_ctx ctx, rmaop__dred_args *a, void *user) {
+  const dots_group *g = user;
+  a->in = NULL, a->out = g->r;
+  return rmaop__dev_dots_reduce(ctx, g->dt, g->m, g->xs, g->ys, g->len, a);
+}
+
 rmaop_status rmaop__vec_mdot_device(int n, const rmaop_vec x[], const rmaop_vec y[], double *r) {
   rmaop_ctx ctx = x[0]->ctx;
+  RMAOP_REQUIRE_USABLE(ctx, "device reduction");
+  dots_group g;
+  g.r = r;
+  if (group_of(n, x, y, 0, &g) == n) { /* one kernel for the dots and their sum, where the backend has it */
+    int done = 0;
+    RMAOP_CHECK(rmaop__reduce_device_fused(ctx, 2 * (int64_t)n, RMAOP_SUM, dots_reduce_launch, &g, &done));
+    if (done)
+      return RMAOP_OK;
+  }
   double *fin = rmaop__dev_dots_result(ctx);
-  for (int k = 0; k < n;) { /* pairs that share a dtype and a length: one kernel */
-    const void *xs[8], *ys[8];
-    int m = 0;
-    while (k + m < n && x[k + m]->dtype == x[k]->dtype && x[k + m]->local_n == x[k]->local_n) {
-      xs[m] = x[k + m]->data;
-      ys[m] = y[k + m]->data;
-      ++m;
-    }
-    RMAOP_CHECK(rmaop__dev_dots_enqueue(ctx, x[k]->dtype, m, xs, ys, x[k]->local_n, fin + 2 * k));
-    k += m;
+  for (int k = 0; k < n; k += g.m) {
+    group_of(n, x, y, k, &g);
+    RMAOP_CHECK(rmaop__dev_dots_enqueue(ctx, g.dt, g.m, g.xs, g.ys, g.len, fin + 2 * k));
   }
   return rmaop__allreduce_device(ctx, fin, r, 2 * (int64_t)n, RMAOP_SUM);
 }

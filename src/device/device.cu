@@ -6,6 +6,7 @@
 
 #include <sched.h>
 #include <stdio.h>
+#include <string.h>
 
 enum { DOT_BLOCKS = 1056, DOT_THREADS = 256, MAX_DOTS = 8 }; /* 8 blocks per SM of an H100/H200: enough loads in flight to stream at HBM speed */
 
@@ -342,10 +343,80 @@ __device__ void dots_final(const double *part, int k, int nblocks, double *out) 
   }
 }
 
+/* ---- the one-block reduction across the ranks of a node (device.h, rmaop__dred_args) ---- */
+
+__device__ __forceinline__ uint64_t dred_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ void dred_store_release_sys(uint32_t *addr, uint32_t v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint32_t dred_load_acquire_sys(const uint32_t *addr) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(addr) : "memory");
+  return v;
+}
+
+/* Every thread of one block of at least max(a.count, a.P) threads; `in`: this rank's values, visible to the block
+ * (stored by an earlier kernel, or by this block before a __syncthreads). */
+__device__ void dred_block(const rmaop__dred_args &a, const double *in) {
+  const int t = threadIdx.x;
+  const uint32_t epoch = *(volatile uint32_t *)a.counter + 1u; /* this reduction's number */
+  const int half = (int)(epoch & 1u);
+  const size_t mine = ((size_t)half * a.P + a.me) * RMAOP__DRED_MAXC;
+  if (t < a.count) {
+    const double v = in[t];
+    for (int r = 0; r < a.P; ++r) a.slots[r][mine + t] = v;
+  }
+  __threadfence_system();
+  __syncthreads();
+  if (t == 0)
+    for (int r = 0; r < a.P; ++r) dred_store_release_sys(a.flags[r] + a.me, epoch);
+  __shared__ int failed;
+  if (t == 0) {
+    failed = 0;
+    *a.counter = epoch; /* every thread read the counter before the __syncthreads above */
+  }
+  __syncthreads();
+  if (t < a.P) { /* thread r waits for rank r's values */
+    const uint32_t *f = a.flags[a.me] + t;
+    const uint64_t start = dred_ns();
+    for (;;) {
+      const uint32_t v = dred_load_acquire_sys(f);
+      if ((int32_t)(v - epoch) >= 0) break;
+      if (dred_ns() - start > a.timeout_ns) {
+        a.error->slot = (unsigned)(a.P + t); /* rank t's "done" */
+        a.error->want = epoch;
+        a.error->seen = v;
+        __threadfence_system();
+        a.error->failed = 1;
+        failed = 1;
+        break;
+      }
+    }
+  }
+  __syncthreads();
+  if (failed || t >= a.count) return;
+  const double *own = a.slots[a.me] + (size_t)half * a.P * RMAOP__DRED_MAXC + t;
+  double v = __ldcv(own);
+  for (int r = 1; r < a.P; ++r) {
+    const double w = __ldcv(own + (size_t)r * RMAOP__DRED_MAXC);
+    v = a.op == RMAOP_SUM ? v + w : a.op == RMAOP_MAX ? (w > v ? w : v) : (w < v ? w : v);
+  }
+  a.out[t] = v;
+}
+
+__global__ void k_dred(const rmaop__dred_args a) { dred_block(a, a.in); }
+
 /* Stage 1: block b writes its partial sums of every dot to part[(b * k + j) * 2 + {0,1}]. A block-level
  * tree in shared memory: the order is fixed by the launch shape, so the result is deterministic. The last
- * block to finish (a ticket on `arrived`, reset for the next launch) runs stage 2 into out: one launch. */
-template <typename T> __global__ void k_dots(dot_args a, int k, int64_t n, double *part, unsigned *arrived, double *out) {
+ * block to finish (a ticket on `arrived`, reset for the next launch) runs stage 2 into out: one launch. With
+ * red.P > 0 that block then reduces out across the ranks (dred_block) into red.out. */
+template <typename T>
+__global__ void k_dots(dot_args a, int k, int64_t n, double *part, unsigned *arrived, double *out,
+                       const rmaop__dred_args red) {
   __shared__ double sre[DOT_THREADS], sim[DOT_THREADS];
   for (int j = 0; j < k; ++j) {
     const T *x = (const T *)a.x[j], *y = (const T *)a.y[j];
@@ -377,6 +448,7 @@ template <typename T> __global__ void k_dots(dot_args a, int k, int64_t n, doubl
   __threadfence();
   dots_final(part, k, (int)gridDim.x, out);
   if (threadIdx.x == 0) *arrived = 0u;
+  if (red.P > 0) dred_block(red, out);
 }
 
 
@@ -417,13 +489,15 @@ static unsigned *dots_ticket(rmaop_ctx ctx) {
   return (unsigned *)(ctx->dev_scratch + (size_t)(DOT_BLOCKS + 1) * 2 * MAX_DOTS);
 }
 
-extern "C" rmaop_status rmaop__dev_dots_enqueue(rmaop_ctx ctx, rmaop_dtype dt, int k, const void *const x[],
-                                                const void *const y[], int64_t n, double *dev_out) {
+/* The dot kernel into dev_out, reducing across the ranks when red->P > 0 (then also for n = 0: one block). */
+static rmaop_status dots_launch(rmaop_ctx ctx, rmaop_dtype dt, int k, const void *const x[], const void *const y[],
+                                int64_t n, double *dev_out, const rmaop__dred_args *red) {
   RMAOP_REQUIRE(ctx, k >= 1 && k <= MAX_DOTS, RMAOP_ERR_INTERNAL, "rmaop__dev_dots: %d dots (1..%d)", k, MAX_DOTS);
-  if (n <= 0) {
+  if (n <= 0 && red->P == 0) {
     RMAOP_CHECK_CUDA(ctx, cudaMemsetAsync(dev_out, 0, 2 * (size_t)k * sizeof(double), STREAM(ctx)));
     return RMAOP_OK;
   }
+  if (n < 0) n = 0;
   dot_args a;
   for (int j = 0; j < k; ++j) {
     a.x[j] = x[j];
@@ -432,7 +506,28 @@ extern "C" rmaop_status rmaop__dev_dots_enqueue(rmaop_ctx ctx, rmaop_dtype dt, i
   /* Few elements: fewer blocks, so the partials are short; the shape depends on n only. */
   int64_t want = (n + DOT_THREADS * 4 - 1) / (DOT_THREADS * 4);
   const int nb = (int)(want < 1 ? 1 : want > DOT_BLOCKS ? DOT_BLOCKS : want);
-  DISPATCH(dt, (k_dots<T><<<nb, DOT_THREADS, 0, STREAM(ctx)>>>(a, k, n, ctx->dev_scratch, dots_ticket(ctx), dev_out)));
+  DISPATCH(dt, (k_dots<T><<<nb, DOT_THREADS, 0, STREAM(ctx)>>>(a, k, n, ctx->dev_scratch, dots_ticket(ctx), dev_out,
+                                                                *red)));
+  RMAOP_CHECK_LAUNCH(ctx);
+  return RMAOP_OK;
+}
+
+extern "C" rmaop_status rmaop__dev_dots_enqueue(rmaop_ctx ctx, rmaop_dtype dt, int k, const void *const x[],
+                                                const void *const y[], int64_t n, double *dev_out) {
+  rmaop__dred_args none;
+  memset(&none, 0, sizeof none);
+  return dots_launch(ctx, dt, k, x, y, n, dev_out, &none);
+}
+
+extern "C" rmaop_status rmaop__dev_dots_reduce(rmaop_ctx ctx, rmaop_dtype dt, int k, const void *const x[],
+                                               const void *const y[], int64_t n, const rmaop__dred_args *a) {
+  RMAOP_REQUIRE(ctx, a->P > 0 && a->count == 2 * k, RMAOP_ERR_INTERNAL,
+                "rmaop__dev_dots_reduce: %d ranks, %d values for %d dots", a->P, a->count, k);
+  return dots_launch(ctx, dt, k, x, y, n, rmaop__dev_dots_result(ctx), a);
+}
+
+extern "C" rmaop_status rmaop__dev_dred(rmaop_ctx ctx, const rmaop__dred_args *a) {
+  k_dred<<<1, 32, 0, STREAM(ctx)>>>(*a);
   RMAOP_CHECK_LAUNCH(ctx);
   return RMAOP_OK;
 }

@@ -9,6 +9,8 @@
 #ifndef RMAOP_DEVICE_H
 #define RMAOP_DEVICE_H
 
+#include <stdint.h>
+
 #include "rmaop/rmaop.h"
 
 #ifdef __cplusplus
@@ -65,6 +67,33 @@ typedef struct {
   unsigned failed; /* written last: 1 once a wait gave up */
   unsigned slot, want, seen;
 } rmaop__dev_wait_record;
+/* A reduction of device doubles in one thread block, across the ranks of one node through IPC-mapped memory
+ * (the rma backend's window on the ipc kernel path, rma/rma_backend.c, reduce_device): each rank stores its
+ * `count` values into slot [half][me] of every rank's slot area, fences, stores flag[me] = this reduction's number
+ * into every rank's flag area (release, system scope), waits until its own flag area holds the number from every
+ * rank (cyclic compare, bounded by timeout_ns: a wait that gives up records itself in `error` and the block
+ * leaves), then combines slots 0..P-1 in rank order into `out` (identical bits on every rank). Halves alternate
+ * by number: a rank writes half h again only two reductions later, after every peer that read it has stored its
+ * next flag. The number is not a launch parameter but *counter + 1 (device memory, stored back): a kernel replayed
+ * from a CUDA graph uses the number of its replay. The backend fills everything but `in` and `out`. */
+enum { RMAOP__DRED_MAXP = 16, RMAOP__DRED_MAXC = 16 };
+typedef struct {
+  const double *in;
+  double *out;
+  int count, op, me, P;
+  uint32_t *counter;                 /* reductions done on this context's slot area, device memory */
+  double *slots[RMAOP__DRED_MAXP];   /* rank r's slot area, mapped here: [2][P][RMAOP__DRED_MAXC] doubles */
+  uint32_t *flags[RMAOP__DRED_MAXP]; /* rank r's flag area, mapped here: P uint32 */
+  uint64_t timeout_ns;
+  rmaop__dev_wait_record *error;
+} rmaop__dred_args;
+/* The reduction alone (one block of 32 threads), enqueued. */
+rmaop_status rmaop__dev_dred(rmaop_ctx ctx, const rmaop__dred_args *a);
+/* k dots of n local elements (rmaop__dev_dots_enqueue's kernel and order) and their reduction in the same
+ * kernel: the block that finishes the local sums last runs the reduction on them (a->in is not read; a->count
+ * is 2k; a->out gets the sums). One launch instead of two; the same bits. */
+rmaop_status rmaop__dev_dots_reduce(rmaop_ctx ctx, rmaop_dtype dt, int k, const void *const x[], const void *const y[],
+                                    int64_t n, const rmaop__dred_args *a);
 /* RMAOP_ERR_TIMEOUT naming the peer and the epoch when a GPU-side wait of this context gave up (the
  * record stays: what ran on the stream after it used data that never came). Host read, no sync. */
 rmaop_status rmaop__dev_check_waits(rmaop_ctx ctx);

@@ -97,6 +97,15 @@ rmaop_status rmaop__dev_lsqr_scalars(rmaop_ctx ctx, const double *d, double *st,
   return NO_CUDA(ctx);
 }
 
+rmaop_status rmaop__dev_dred(rmaop_ctx ctx, const rmaop__dred_args *a) {
+  return NO_CUDA(ctx);
+}
+
+rmaop_status rmaop__dev_dots_reduce(rmaop_ctx ctx, rmaop_dtype dt, int k, const void *const x[], const void *const y[],
+                                    int64_t n, const rmaop__dred_args *a) {
+  return NO_CUDA(ctx);
+}
+
 rmaop_status rmaop__dev_fetch_begin(rmaop_ctx ctx, double *host, const double *dev, int n) {
   return NO_CUDA(ctx);
 }

@@ -13,6 +13,8 @@
 
 #include "rmaop_test.h"
 
+#include "core/vec.h" /* rmaop__vec_mdot_device: the solvers' device dots, which agree on nothing first */
+
 enum { WATCHDOG_S = 8 };
 static double timeout_s = 0.5;
 
@@ -112,11 +114,64 @@ START_TEST(test_kernel_halo_peer_absent) {
 }
 END_TEST
 
+/* The solvers' reduced device dots on the ipc kernel path (RMAOP_IPC_PATH=kernel, rma): one kernel whose last block
+ * puts the local sums into every rank's slot and waits for the others'. Rank 0 stays away from one reduction; the
+ * others' kernel gives up on the GPU timer, and their next synchronization says RMAOP_ERR_TIMEOUT naming rank 0. */
+START_TEST(test_device_dots_peer_absent) {
+  const char *b = getenv("RMAOP_BACKEND"), *k = getenv("RMAOP_IPC_PATH");
+  if (!rt_device() || !b || strcmp(b, "rma") != 0 || !k || strcmp(k, "kernel") != 0)
+    return;
+  rmaop_ctx_options o;
+  rmaop_ctx_options_init(&o);
+  o.timeout = timeout_s;
+  rmaop_ctx ctx = NULL;
+  RT_OK(rmaop_ctx_create(MPI_COMM_WORLD, &o, &ctx));
+  rmaop_layout l = NULL, l2 = NULL;
+  RT_OK(rmaop_layout_create(ctx, RMAOP_LAYOUT_SCATTER, 16 * rt_size, &l));
+  RT_OK(rmaop_layout_create_local(ctx, 2, &l2));
+  rmaop_vec x = NULL, r = NULL;
+  RT_OK(rmaop_vec_create(l, RMAOP_F64, &x));
+  RT_OK(rmaop_vec_create(l2, RMAOP_F64, &r));
+  RT_OK(rmaop_vec_set(x, 1.0));
+  void *rd = NULL;
+  RT_OK(rmaop_vec_get_array(r, &rd));
+  RT_OK(rmaop__vec_mdot_device(1, &x, &x, rd)); /* everybody in step once (the reduction window is made) */
+  RT_OK(rmaop_ctx_synchronize(ctx));
+  double got[2] = {0, 0};
+  RT_OK(rmaop_vec_read_local(r, got));
+  RT_CHECK(got[0] == 16.0 * rt_size && got[1] == 0.0, "x.x = %g + %gi, want %d", got[0], got[1], 16 * rt_size);
+
+  rt_watchdog(WATCHDOG_S, "test_timeout: the device dots' wait does not honour the context's timeout");
+  double t0 = MPI_Wtime();
+  rmaop_status st = RMAOP_OK;
+  if (rt_rank != 0) {
+    st = rmaop__vec_mdot_device(1, &x, &x, rd);
+    if (st == RMAOP_OK)
+      st = rmaop_ctx_synchronize(ctx);
+  }
+  double waited = MPI_Wtime() - t0;
+  rt_watchdog(0, NULL);
+  RT_CHECK(rt_rank == 0 || st == RMAOP_ERR_TIMEOUT, "dots -> %s after %.2f s: %s", rmaop_status_string(st), waited,
+           rmaop_ctx_last_error(NULL));
+  RT_CHECK(rt_rank == 0 || (waited >= 0.9 * timeout_s && waited < 2 * timeout_s),
+           "returned after %.2f s with a %.2f s timeout", waited, timeout_s);
+  RT_CHECK(rt_rank == 0 || strstr(rmaop_ctx_last_error(NULL), "rank 0") != NULL,
+           "the timeout message does not name the absent rank 0: %s", rmaop_ctx_last_error(NULL));
+  MPI_Barrier(MPI_COMM_WORLD);
+  rmaop_vec_destroy(&x);
+  rmaop_vec_destroy(&r);
+  rmaop_layout_destroy(&l);
+  rmaop_layout_destroy(&l2);
+  rmaop_ctx_destroy(&ctx);
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("timeout");
   TCase *tc = tcase_create("timeout");
   tcase_add_test(tc, test_plan_peer_absent);
   tcase_add_test(tc, test_kernel_halo_peer_absent);
+  tcase_add_test(tc, test_device_dots_peer_absent);
   suite_add_tcase(s, tc);
   return s;
 }
