@@ -230,16 +230,22 @@ __global__ void k_adjoint(rmaop__stencil_desc d, const T *y, T *out, int ghost, 
   }
 }
 
+/* A put kernel's start: whether block row blockIdx.y has a transfer of xf[0, nxfer) whose peer is done with this
+ * exchange's half (thread 0 waits for it; the block learns the answer). */
+__device__ bool kh_put_go(rmaop__khalo *h, int nxfer, const rmaop__kh_xfer *xf, uint64_t s) {
+  __shared__ int go;
+  const int t = blockIdx.y;
+  if (threadIdx.x == 0) go = t < nxfer && kh_wait(h, xf[t].peer, s);
+  __syncthreads();
+  return go != 0;
+}
+
 /* The forward's puts: block row t copies transfer t (local rows of x into the peer's ghost rows of this exchange's
  * half) once the peer is done with that half, then the last block signals the neighbours. */
 template <typename T> __global__ void k_kh_put_rows(rmaop__khalo *h, const T *x) {
   const uint64_t s = kh_seq(h);
-  const int t = blockIdx.y;
-  __shared__ int go;
-  if (threadIdx.x == 0) go = t < h->nfwd && kh_wait(h, h->fwd[t].peer, s);
-  __syncthreads();
-  if (go) {
-    const rmaop__kh_xfer f = h->fwd[t];
+  if (kh_put_go(h, h->nfwd, h->fwd, s)) {
+    const rmaop__kh_xfer f = h->fwd[blockIdx.y];
     T *dst = (T *)(h->w.base[f.peer] + (size_t)(s & 1) * h->half) + f.dst * h->ninner;
     const T *src = x + f.src * h->ninner;
     GRID_STRIDE(e, f.rows * h->ninner) dst[e] = src[e];
@@ -251,12 +257,8 @@ template <typename T> __global__ void k_kh_put_rows(rmaop__khalo *h, const T *x)
  * owner's receive rows of this exchange's half. */
 template <typename T> __global__ void k_kh_put_adjoint(rmaop__stencil_desc d, rmaop__khalo *h, const T *y) {
   const uint64_t s = kh_seq(h);
-  const int t = blockIdx.y;
-  __shared__ int go;
-  if (threadIdx.x == 0) go = t < h->nadj && kh_wait(h, h->adj[t].peer, s);
-  __syncthreads();
-  if (go) {
-    const rmaop__kh_xfer a = h->adj[t];
+  if (kh_put_go(h, h->nadj, h->adj, s)) {
+    const rmaop__kh_xfer a = h->adj[blockIdx.y];
     const int64_t w = h->ninner;
     T *dst = (T *)(h->w.base[a.peer] + (size_t)(s & 1) * h->half + h->recv_at) + a.dst * w;
     GRID_STRIDE(e, a.rows * w) {

@@ -32,6 +32,12 @@ struct dev_solver {
   int nparts;    /* parts captured into graphs (RMAOP_SOLVER_SCALARS=graph) */
   const char *fn;
   rmaop_status (*part)(const dev_solver *v, int graph, int part);
+  /* pipelined CG and LSQR (ahead_loop): what follows reading step k (enqueue), that read (read: history,
+   * callback, *stop with info->reason), the three slots the host reads from fetch_at, and lead: step k is
+   * followed by another while k + lead < niter */
+  rmaop_status (*enqueue)(const dev_solver *v, void *const exec[2], int captured, int k);
+  rmaop_status (*read)(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info, int k, int *stop);
+  int fetch_at, lead;
   /* the iterations once the start's scalars are on the host: info's history, iterations and reason */
   rmaop_status (*loop)(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info);
 };
@@ -287,37 +293,53 @@ static rmaop_status pipecg_enqueue(const dev_solver *v, void *const exec[2], int
   return pipecg_part(v, 0, (replace ? PCG_REPLACE : 0) | (k + 1 < o->niter ? 0 : PCG_NO_MATVEC));
 }
 
-static rmaop_status pipecg_loop_dev(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info) {
+/* The host's read of step k: ||r_k|| and the device's stop decision. */
+static rmaop_status pipecg_read(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info, int k,
+                                int *stop) {
+  const double gamma = v->h[RMAOP__PCG_GAMMA], how = v->h[RMAOP__PCG_STOP];
+  if (k == 0)
+    info->history[0] = sqrt(gamma);
+  else
+    RMAOP_CHECK(after_iteration(o, info, sqrt(gamma), v->x));
+  *stop = how != 0.0;
+  if (*stop)
+    info->reason = how == RMAOP__PCG_STOP_TOL         ? RMAOP_REASON_TOL
+                   : how == RMAOP__PCG_STOP_BREAKDOWN ? RMAOP_REASON_BREAKDOWN
+                                                      : RMAOP_REASON_NITER;
+  return RMAOP_OK;
+}
+
+/* The loop pipelined CG and LSQR share, once step 0's values are fetched (or on their way): the host reads step
+ * k's three doubles and records them; without a callback what follows them is already enqueued (the device's
+ * stop is sticky, so it changes nothing after a stop), with one it is enqueued after the read. */
+static rmaop_status ahead_loop(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info,
+                               void *const exec[2], int captured) {
   rmaop_ctx ctx = v->A->ctx;
+  for (int k = 0;; ++k) {
+    const int next = k + v->lead < o->niter, ahead = next && !o->callback;
+    if (ahead)
+      RMAOP_CHECK(v->enqueue(v, exec, captured, k));
+    RMAOP_CHECK(rmaop__dev_fetch_wait(ctx, v->fn));
+    int stop = 0;
+    RMAOP_CHECK(v->read(v, o, info, k, &stop));
+    if (stop || !next)
+      return RMAOP_OK;
+    if (!ahead)
+      RMAOP_CHECK(v->enqueue(v, exec, captured, k));
+    RMAOP_CHECK(rmaop__dev_fetch_begin(ctx, v->h + v->fetch_at, v->d + 8 + v->fetch_at, 3));
+  }
+}
+
+static rmaop_status pipecg_loop_dev(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info) {
   void *exec[2] = {NULL, NULL};
   int captured = 0;
   rmaop_status st = RMAOP_OK;
   info->reason = RMAOP_REASON_NITER;
-  if (replays(ctx) && v->h[RMAOP__PCG_STOP] == 0.0)
-    RMAOP_CHECK_GOTO(dev_capture(v, exec, &captured), st, out);
+  if (replays(v->A->ctx) && v->h[RMAOP__PCG_STOP] == 0.0)
+    st = dev_capture(v, exec, &captured);
   info->graph = captured;
-  for (int k = 0;; ++k) {
-    const int ahead = !o->callback && k < o->niter; /* k == niter stops below */
-    if (ahead)
-      RMAOP_CHECK_GOTO(pipecg_enqueue(v, exec, captured, k), st, out);
-    if (k > 0)
-      RMAOP_CHECK_GOTO(rmaop__dev_fetch_wait(ctx, v->fn), st, out);
-    const double gamma = v->h[RMAOP__PCG_GAMMA], stop = v->h[RMAOP__PCG_STOP];
-    if (k == 0)
-      info->history[0] = sqrt(gamma);
-    else
-      RMAOP_CHECK_GOTO(after_iteration(o, info, sqrt(gamma), v->x), st, out);
-    if (stop != 0.0) {
-      info->reason = stop == RMAOP__PCG_STOP_TOL         ? RMAOP_REASON_TOL
-                     : stop == RMAOP__PCG_STOP_BREAKDOWN ? RMAOP_REASON_BREAKDOWN
-                                                         : RMAOP_REASON_NITER;
-      break;
-    }
-    if (!ahead)
-      RMAOP_CHECK_GOTO(pipecg_enqueue(v, exec, captured, k), st, out);
-    RMAOP_CHECK_GOTO(rmaop__dev_fetch_begin(ctx, v->h, v->d + 8, RMAOP__PCG_K + 1), st, out);
-  }
-out:
+  if (st == RMAOP_OK)
+    st = ahead_loop(v, o, info, exec, captured);
   rmaop__dev_graph_free(exec[0]);
   rmaop__dev_graph_free(exec[1]);
   return st;
@@ -339,7 +361,11 @@ rmaop_status rmaop__solve_pipecg_device(rmaop_op A, rmaop_vec y, rmaop_vec x, co
                   .nparts = o->residual_replacement > 0 ? 2 : 1,
                   .fn = "rmaop_solve_pipecg (device scalars)",
                   .part = pipecg_part,
-                  .loop = pipecg_loop_dev};
+                  .loop = pipecg_loop_dev,
+                  .enqueue = pipecg_enqueue,
+                  .read = pipecg_read,
+                  .fetch_at = RMAOP__PCG_GAMMA,
+                  .lead = 0};
   return dev_solve(&v, pipecg_init, o, info);
 }
 
@@ -378,47 +404,42 @@ static rmaop_status lsqr_part(const dev_solver *v, int graph, int part) {
   return lsqr_axpby(v, L->w, L->v, -1, LSQR_T2, 0.0, LSQR_SKIP);
 }
 
-static rmaop_status lsqr_enqueue(const dev_solver *v, void *const exec[2], int captured) {
+/* The iteration after step k. */
+static rmaop_status lsqr_enqueue(const dev_solver *v, void *const exec[2], int captured, int k) {
+  (void)k;
   return captured ? rmaop__dev_graph_launch(v->A->ctx, exec[0], v->fn, 0) : lsqr_part(v, 0, 0);
 }
 
-static rmaop_status lsqr_fetch(const dev_solver *v) {
-  return rmaop__dev_fetch_begin(v->A->ctx, v->h + LSQR_R1NORM, v->d + 8 + LSQR_R1NORM, 3);
+/* The host's read of iteration k: a breakdown, r1norm, istop. */
+static rmaop_status lsqr_read(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info, int k,
+                              int *stop) {
+  (void)k;
+  *stop = 1;
+  if (v->h[LSQR_BREAKDOWN] != 0.0) {
+    info->reason = RMAOP_REASON_BREAKDOWN;
+    return RMAOP_OK;
+  }
+  RMAOP_CHECK(after_iteration(o, info, v->h[LSQR_R1NORM], v->x));
+  if (v->h[LSQR_ISTOP] != 0.0)
+    info->reason = rmaop__lsqr_reason((int)v->h[LSQR_ISTOP]);
+  else
+    *stop = 0;
+  return RMAOP_OK;
 }
 
 static rmaop_status lsqr_loop_dev(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info) {
-  rmaop_ctx ctx = v->A->ctx;
   void *exec[2] = {NULL, NULL};
   int captured = 0;
-  rmaop_status st = RMAOP_OK;
   /* Iteration 0 runs eagerly: its first reductions and operator applications make their windows and plans
    * (collective, synchronizing: nothing a capture can hold); graph captures the iterations after it. */
-  RMAOP_CHECK_GOTO(lsqr_part(v, 0, 0), st, out);
-  RMAOP_CHECK_GOTO(lsqr_fetch(v), st, out);
-  if (replays(ctx) && o->niter > 1)
-    RMAOP_CHECK_GOTO(dev_capture(v, exec, &captured), st, out);
+  rmaop_status st = lsqr_part(v, 0, 0);
+  if (st == RMAOP_OK)
+    st = rmaop__dev_fetch_begin(v->A->ctx, v->h + v->fetch_at, v->d + 8 + v->fetch_at, 3);
+  if (st == RMAOP_OK && replays(v->A->ctx) && o->niter > 1)
+    st = dev_capture(v, exec, &captured);
   info->graph = captured;
-  for (int k = 0;; ++k) {
-    const int ahead = !o->callback && k + 1 < o->niter;
-    if (ahead)
-      RMAOP_CHECK_GOTO(lsqr_enqueue(v, exec, captured), st, out);
-    RMAOP_CHECK_GOTO(rmaop__dev_fetch_wait(ctx, v->fn), st, out);
-    if (v->h[LSQR_BREAKDOWN] != 0.0) {
-      info->reason = RMAOP_REASON_BREAKDOWN;
-      break;
-    }
-    RMAOP_CHECK_GOTO(after_iteration(o, info, v->h[LSQR_R1NORM], v->x), st, out);
-    if (v->h[LSQR_ISTOP] != 0.0) {
-      info->reason = rmaop__lsqr_reason((int)v->h[LSQR_ISTOP]);
-      break;
-    }
-    if (k + 1 == o->niter)
-      break;
-    if (!ahead)
-      RMAOP_CHECK_GOTO(lsqr_enqueue(v, exec, captured), st, out);
-    RMAOP_CHECK_GOTO(lsqr_fetch(v), st, out);
-  }
-out:
+  if (st == RMAOP_OK)
+    st = ahead_loop(v, o, info, exec, captured);
   rmaop__dev_graph_free(exec[0]);
   return st;
 }
@@ -443,6 +464,10 @@ rmaop_status rmaop__solve_lsqr_device(rmaop_op A, rmaop_vec x, const lsqr_vecs *
                   .nparts = 1,
                   .fn = "rmaop_solve_lsqr (device scalars)",
                   .part = lsqr_part,
-                  .loop = lsqr_loop_dev};
+                  .loop = lsqr_loop_dev,
+                  .enqueue = lsqr_enqueue,
+                  .read = lsqr_read,
+                  .fetch_at = LSQR_R1NORM,
+                  .lead = 1};
   return dev_solve(&v, lsqr_init, o, info);
 }
