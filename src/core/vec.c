@@ -310,9 +310,9 @@ rmaop_status rmaop_vec_pointwise_mult(rmaop_vec w, rmaop_vec x, rmaop_vec y) {
  * then the tail: a fixed order, so the result is the same on every backend and every run, and the loop is
  * bound by memory instead of by the latency of one chain of additions (one chain ran at 9.5 GB/s on the 2-vCPU
  * VM, 0.19 of a copy; rmaop-kernel-bench). Below DOT_LANES elements the order is the plain sequential one. */
-#define DOT_LANES 8
-static void host_dot(rmaop_dtype dt, const void *av, const void *bv, int64_t n, double out[2]) {
-  double re[DOT_LANES] = {0}, im[DOT_LANES] = {0};
+#define DOT_LANES RMAOP__DOT_LANES
+void rmaop__host_dot_lanes(rmaop_dtype dt, const void *av, const void *bv, int64_t n, double re[DOT_LANES],
+                           double im[DOT_LANES]) {
   const int64_t body = n - n % DOT_LANES;
   int64_t i = 0;
   switch (dt) {
@@ -340,11 +340,20 @@ static void host_dot(rmaop_dtype dt, const void *av, const void *bv, int64_t n, 
     });
     break;
   }
+}
+
+void rmaop__host_dot_sum(const double re[DOT_LANES], const double im[DOT_LANES], double out[2]) {
   out[0] = out[1] = 0.0;
   for (int l = 0; l < DOT_LANES; ++l) {
     out[0] += re[l];
     out[1] += im[l];
   }
+}
+
+static void host_dot(rmaop_dtype dt, const void *av, const void *bv, int64_t n, double out[2]) {
+  double re[DOT_LANES] = {0}, im[DOT_LANES] = {0};
+  rmaop__host_dot_lanes(dt, av, bv, n, re, im);
+  rmaop__host_dot_sum(re, im, out);
 }
 
 /* lanes[l] += |a_j|^2 for j = l mod RMAOP__SUM_LANES (complex: both parts), in local lanes (registers). */
@@ -539,6 +548,12 @@ rmaop_status rmaop_vec_mdot_begin(int n, const rmaop_vec x[], const rmaop_vec y[
                                                 n == 1 ? "dot" : "mdot", local_only, finish_dots, r, n, req);
   if (partials != stackbuf) free(partials);
   return st;
+}
+
+rmaop_status rmaop__vec_mdot_parts_begin(rmaop_ctx ctx, int n, const double *partials, double _Complex r[],
+                                         rmaop_request *req) {
+  return rmaop__reduce_flagged_begin(ctx, RMAOP_OK, partials, 2 * (int64_t)n, RMAOP_SUM, n == 1 ? "dot" : "mdot", 0,
+                                     finish_dots, r, n, req);
 }
 
 rmaop_status rmaop_vec_mdot(int n, const rmaop_vec x[], const rmaop_vec y[], double _Complex r[]) {

@@ -60,6 +60,17 @@ void rmaop__vec_part_view(rmaop_vec v, int i, struct rmaop_vec_s *view);
  * rmaop_vec_mdot reduces, so that their sum over the ranks is each dot: a replicated vector (or stacked
  * part) counts on rank 0 only. No reduction, no argument checks (the pairs must match). Host or device. */
 rmaop_status rmaop__vec_local_dots(int n, const rmaop_vec x[], const rmaop_vec y[], double *partials);
+/* The host dots' summation (rmaop_vec_dot and mdot on host memory): element i of a vector goes to lane
+ * i mod RMAOP__DOT_LANES, in double, lanes added in order at the end. _lanes adds a block's terms (a block that
+ * starts at an element index that is a multiple of RMAOP__DOT_LANES: lane i mod RMAOP__DOT_LANES of the block
+ * is the vector's), _sum adds the lanes: block after block, the dots of rmaop_vec_mdot, bit for bit. */
+#define RMAOP__DOT_LANES 8
+void rmaop__host_dot_lanes(rmaop_dtype dt, const void *a, const void *b, int64_t n, double re[RMAOP__DOT_LANES],
+                           double im[RMAOP__DOT_LANES]);
+void rmaop__host_dot_sum(const double re[RMAOP__DOT_LANES], const double im[RMAOP__DOT_LANES], double out[2]);
+/* rmaop_vec_mdot_begin's reduction, given this rank's partials (2 per dot) of scattered vectors. */
+rmaop_status rmaop__vec_mdot_parts_begin(rmaop_ctx ctx, int n, const double *partials, double _Complex r[],
+                                         rmaop_request *req);
 /* Lanes of the host partial sums of the solvers' fused passes (src/ops/op_impl.h, RMAOP__SUM_*). */
 #define RMAOP__SUM_LANES 8
 /* Adds, for j in [0, n) of host arrays a (an operator's input) and b (its output), element j's terms to lane

@@ -3,7 +3,8 @@
  * CG and CGLS through it. References: the unfused calls on copies of the same vectors (rmaop_vec_axpby for the
  * update, rmaop_op_apply or _adjoint) and rmaop_vec_mdot of the results for the dots; the same solves through
  * the operator scaled by 1, which lacks the fused slot (the operator's own arithmetic, then rmaop_vec_mdot's
- * partials). Rows are split unevenly (ranks with 2, 0, 1 rows and the rest), f32 / f64 / c64 / c128. */
+ * partials). Pipelined CG's fused host pass against the public calls in its order, bit for bit. Rows are split
+ * unevenly (ranks with 2, 0, 1 rows and the rest), f32 / f64 / c64 / c128. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -387,6 +388,104 @@ START_TEST(test_fused_cg) {
 }
 END_TEST
 
+/* Pipelined CG from the public calls, the host loop's order (src/solvers/solver_krylov.c: rmaop_vec_mdot_begin
+ * of {r.r, w.r} around q = A w, the six rmaop_vec_axpby / rmaop_vec_axpy updates, the residual replacement every
+ * rr-th iteration), x0 = 0, tol = 0: hist[0..*its]. */
+static void pipecg_calls(rmaop_op A, rmaop_vec y, rmaop_vec x, int niter, int rr, double *hist, int *its) {
+  rmaop_vec_info vi;
+  RT_OK(rmaop_vec_get_info(x, &vi));
+  rmaop_vec r, w, q, z, s, p;
+  rmaop_vec *all[6] = {&r, &w, &q, &z, &s, &p};
+  for (int i = 0; i < 6; ++i) {
+    RT_OK(rmaop_vec_create(vi.layout, vi.dtype, all[i]));
+    RT_OK(rmaop_vec_set(*all[i], 0.0));
+  }
+  RT_OK(rmaop_vec_set(x, 0.0));
+  RT_OK(rmaop_vec_copy(y, r));
+  RT_OK(rmaop_op_apply(A, r, w));
+  double gamma_old = 0, alpha_old = 0;
+  for (int k = 0;; ++k) {
+    double _Complex d[2];
+    rmaop_vec dx[2] = {r, w}, dy[2] = {r, r};
+    rmaop_request req = NULL;
+    RT_OK(rmaop_vec_mdot_begin(2, dx, dy, d, &req));
+    if (k < niter) {
+      RT_OK(rmaop_op_apply_begin(A, w, q));
+      RT_OK(rmaop_op_apply_end(A));
+    }
+    RT_OK(rmaop_request_wait(&req));
+    const double gamma = creal(d[0]), delta = creal(d[1]);
+    hist[k] = sqrt(gamma), *its = k;
+    if (gamma <= 0.0 || k == niter)
+      break;
+    const double beta = k == 0 ? 0.0 : gamma / gamma_old, den = k == 0 ? delta : delta - beta * gamma / alpha_old;
+    const double alpha = gamma / den;
+    RT_OK(rmaop_vec_axpby(z, 1.0, beta, q));
+    RT_OK(rmaop_vec_axpby(s, 1.0, beta, w));
+    RT_OK(rmaop_vec_axpby(p, 1.0, beta, r));
+    RT_OK(rmaop_vec_axpy(x, alpha, p));
+    RT_OK(rmaop_vec_axpy(r, -alpha, s));
+    RT_OK(rmaop_vec_axpy(w, -alpha, z));
+    if (rr > 0 && (k + 1) % rr == 0) {
+      RT_OK(rmaop_op_apply(A, x, r));
+      RT_OK(rmaop_vec_axpby(r, 1.0, -1.0, y));
+      RT_OK(rmaop_op_apply(A, r, w));
+      RT_OK(rmaop_op_apply(A, p, s));
+      RT_OK(rmaop_op_apply(A, s, z));
+    }
+    gamma_old = gamma, alpha_old = alpha;
+  }
+  for (int i = 0; i < 6; ++i)
+    rmaop_vec_destroy(all[i]);
+}
+
+/* Pipelined CG's fused host pass (the six updates and the next dots in one pass over L1 blocks) against the
+ * separate calls: the same history and x, bit for bit, on the SPD composite and a Laplacian, with and without
+ * the residual replacement. */
+START_TEST(test_fused_pipecg) {
+  for (int k = 0; k < 4; ++k) {
+    const rmaop_dtype d = rt_dtypes[k];
+    char name[128], what[200];
+    rmaop_op ops[2] = {make_op(17, d, name, sizeof name), NULL};
+    rmaop_laplacian_spec ls = {.kind = RMAOP_DERIV_CENTERED3,
+                               .edge = 1,
+                               .dtype = d,
+                               .naxes = 2,
+                               .weights = {-1.0, -0.5},
+                               .axes = {0, 1},
+                               .grid = {.ndim = 2, .dims = {301, 7}, .local_rows = split_rows(301, 1)}};
+    RT_OK(rmaop_op_create_laplacian(ctx, &ls, &ops[1]));
+    for (int c = 0; c < 2; ++c)
+      for (int rr = 0; rr <= 3; rr += 3) {
+        enum { NIT = 9 };
+        rmaop_op_info oi;
+        RT_OK(rmaop_op_get_info(ops[c], &oi));
+        rmaop_vec y = series(oi.data, d, 3), x = series(oi.model, d, 5), xc = series(oi.model, d, 5);
+        rmaop_solver_options o;
+        rmaop_solver_options_init(&o);
+        o.niter = NIT, o.residual_replacement = rr;
+        rmaop_solver_info info;
+        memset(&info, 0, sizeof info);
+        RT_OK(rmaop_solve_pipecg(ops[c], y, x, &o, &info));
+        double hist[NIT + 1];
+        int its = 0;
+        pipecg_calls(ops[c], y, xc, NIT, rr, hist, &its);
+        snprintf(what, sizeof what, "pipeCG on %s (%s, rr %d)", c ? "a 2-D Laplacian" : name, rmaop_dtype_name(d), rr);
+        RT_CHECK(info.iterations == its, "%s: %d iterations, the calls %d", what, info.iterations, its);
+        for (int i = 0; i <= its && i <= info.iterations; ++i)
+          RT_CHECK(info.history[i] == hist[i], "%s: history[%d] %.17g, the calls %.17g", what, i, info.history[i],
+                   hist[i]);
+        double diff, big;
+        vec_diff(x, xc, &diff, &big);
+        RT_CHECK(diff == 0.0, "%s: x differs by %.3g (largest |x| %.3g)", what, diff, big);
+        rmaop_solver_info_destroy(&info);
+        rmaop_vec_destroy(&x), rmaop_vec_destroy(&xc), rmaop_vec_destroy(&y);
+      }
+    rmaop_op_destroy(&ops[0]), rmaop_op_destroy(&ops[1]);
+  }
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("solver_fused");
   TCase *tc = tcase_create("fused");
@@ -395,6 +494,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_fused_errors);
   tcase_add_test(tc, test_fused_cgls);
   tcase_add_test(tc, test_fused_cg);
+  tcase_add_test(tc, test_fused_pipecg);
   suite_add_tcase(s, tc);
   return s;
 }
