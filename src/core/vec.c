@@ -556,6 +556,25 @@ rmaop_status rmaop__vec_mdot_parts_begin(rmaop_ctx ctx, int n, const double *par
                                      finish_dots, r, n, req);
 }
 
+rmaop_status rmaop__vec_mdot_parts(rmaop_ctx ctx, int n, const double *partials, double _Complex r[]) {
+  rmaop_request req = NULL;
+  ctx->defer_next = 1; /* waited at once: the backend may reduce blocking (as rmaop_vec_mdot) */
+  rmaop_status st = rmaop__vec_mdot_parts_begin(ctx, n, partials, r, &req);
+  ctx->defer_next = 0;
+  RMAOP_CHECK(st);
+  return rmaop_request_wait(&req);
+}
+
+rmaop_status rmaop__vec_norm2_part(rmaop_ctx ctx, double partial, double *r) {
+  rmaop_request req = NULL;
+  ctx->defer_next = 1; /* as rmaop_vec_norm2 */
+  rmaop_status st =
+      rmaop__reduce_flagged_begin(ctx, RMAOP_OK, &partial, 1, RMAOP_SUM, "norm2", 0, finish_norm, r, 1, &req);
+  ctx->defer_next = 0;
+  RMAOP_CHECK(st);
+  return rmaop_request_wait(&req);
+}
+
 rmaop_status rmaop_vec_mdot(int n, const rmaop_vec x[], const rmaop_vec y[], double _Complex r[]) {
   rmaop_request req = NULL;
   rmaop_ctx ctx = first_ctx(n, x, y);

@@ -68,9 +68,12 @@ rmaop_status rmaop__vec_local_dots(int n, const rmaop_vec x[], const rmaop_vec y
 void rmaop__host_dot_lanes(rmaop_dtype dt, const void *a, const void *b, int64_t n, double re[RMAOP__DOT_LANES],
                            double im[RMAOP__DOT_LANES]);
 void rmaop__host_dot_sum(const double re[RMAOP__DOT_LANES], const double im[RMAOP__DOT_LANES], double out[2]);
-/* rmaop_vec_mdot_begin's reduction, given this rank's partials (2 per dot) of scattered vectors. */
+/* rmaop_vec_mdot_begin's reduction (and rmaop_vec_mdot's, blocking; rmaop_vec_norm2's of one partial, with its
+ * square root), given this rank's partials (2 per dot) of scattered vectors. */
 rmaop_status rmaop__vec_mdot_parts_begin(rmaop_ctx ctx, int n, const double *partials, double _Complex r[],
                                          rmaop_request *req);
+rmaop_status rmaop__vec_mdot_parts(rmaop_ctx ctx, int n, const double *partials, double _Complex r[]);
+rmaop_status rmaop__vec_norm2_part(rmaop_ctx ctx, double partial, double *r);
 /* Lanes of the host partial sums of the solvers' fused passes (src/ops/op_impl.h, RMAOP__SUM_*). */
 #define RMAOP__SUM_LANES 8
 /* Adds, for j in [0, n) of host arrays a (an operator's input) and b (its output), element j's terms to lane

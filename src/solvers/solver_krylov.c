@@ -17,6 +17,55 @@ static rmaop_status check_extra(const char *fn, rmaop_ctx ctx, const rmaop_solve
   return RMAOP_OK;
 }
 
+/* ==== fused host passes ========================================================================
+ * On host memory with vectors scattered over the ranks, the vector updates and the dots that follow them share
+ * passes over blocks that stay in L1: each block is updated, then its dots are added to the host dots' own lanes
+ * (rmaop__host_dot_lanes), so the reduced values are rmaop_vec_mdot's and rmaop_vec_norm2's bit for bit, and the
+ * element expressions are rmaop_vec_axpby's and rmaop_vec_axpy's with their scalars converted as those calls
+ * convert them. The element loops are functions of their own per element type, with restrict pointers: GCC
+ * vectorizes them only so (several pointers are too many for its run-time alias checks). */
+
+static int host_fusable(rmaop_vec x) {
+  return !RMAOP__ON_DEVICE(x->ctx) && x->layout->kind == RMAOP_LAYOUT_SCATTER;
+}
+
+enum { FUSE_BLOCK = 1024 }; /* a multiple of RMAOP__DOT_LANES */
+
+/* y = a x + b y, rmaop_vec_axpby's expression. */
+#define FUSE_AXPBY(NAME, T)                                                                                            \
+  static void NAME(T *restrict y, const T *restrict x, int64_t n, T a, T b) {                                          \
+    for (int64_t i = 0; i < n; ++i)                                                                                    \
+      y[i] = a * x[i] + b * y[i];                                                                                      \
+  }
+FUSE_AXPBY(axpby_f32, float)
+FUSE_AXPBY(axpby_f64, double)
+FUSE_AXPBY(axpby_c64, float _Complex)
+FUSE_AXPBY(axpby_c128, double _Complex)
+
+/* y = a x + b y (a = 1 here), block by block, and the lanes of y.y and, when z is given, z.z: parts[0..1] and
+ * [2..3] (real, imaginary). */
+static void axpby_dots(rmaop_vec y, rmaop_vec x, double b, rmaop_vec z, double parts[4]) {
+  double re[2][RMAOP__DOT_LANES] = {{0}}, im[2][RMAOP__DOT_LANES] = {{0}};
+  const int64_t n = y->local_n;
+  RMAOP__FOR_DTYPE(y->dtype, {
+    T *Y = y->data;
+    const T *X = x->data, *Zv = z ? z->data : NULL;
+    for (int64_t i0 = 0; i0 < n; i0 += FUSE_BLOCK) {
+      const int64_t len = n - i0 < FUSE_BLOCK ? n - i0 : FUSE_BLOCK;
+      _Generic((T)0, float
+               : axpby_f32, double
+               : axpby_f64, float _Complex
+               : axpby_c64, double _Complex
+               : axpby_c128)(Y + i0, X + i0, len, (T)1.0, (T)b);
+      rmaop__host_dot_lanes(y->dtype, Y + i0, Y + i0, len, re[0], im[0]);
+      if (Zv)
+        rmaop__host_dot_lanes(y->dtype, Zv + i0, Zv + i0, len, re[1], im[1]);
+    }
+  });
+  rmaop__host_dot_sum(re[0], im[0], parts);
+  rmaop__host_dot_sum(re[1], im[1], parts + 2);
+}
+
 /* ==== LSQR ==================================================================================== */
 
 /* PyLops' defaults for 0, "off" for a negative value. */
@@ -27,22 +76,63 @@ rmaop_reason rmaop__lsqr_reason(int istop) {
 }
 
 /* Bidiagonalization step (Golub-Kahan): u = (A v - alfa u) / beta, v = (A^H u - beta v) / alfa; the norms of u
- * and of the previous w travel in one reduction (w is needed for ddnorm, and known already). */
+ * and of the previous w travel in one reduction (w is needed for ddnorm, and known already). On scattered host
+ * vectors the two updates take their norms in the same pass (axpby_dots). */
 static rmaop_status lsqr_bidiag(rmaop_op A, lsqr_state *S, rmaop_vec u, rmaop_vec v, rmaop_vec w, rmaop_vec Av,
                                 rmaop_vec AHu, double *wnorm2) {
+  const int fuse = host_fusable(u) && host_fusable(v);
+  double parts[4];
   RMAOP_CHECK(rmaop_op_apply(A, v, Av));
-  RMAOP_CHECK(rmaop_vec_axpby(u, 1.0, -S->alfa, Av));
   double _Complex d[2];
   rmaop_vec dx[2] = {u, w};
-  RMAOP_CHECK(rmaop_vec_mdot(2, dx, dx, d));
+  if (fuse) {
+    axpby_dots(u, Av, -S->alfa, w, parts);
+    RMAOP_CHECK(rmaop__vec_mdot_parts(A->ctx, 2, parts, d));
+  } else {
+    RMAOP_CHECK(rmaop_vec_axpby(u, 1.0, -S->alfa, Av));
+    RMAOP_CHECK(rmaop_vec_mdot(2, dx, dx, d));
+  }
   *wnorm2 = creal(d[1]);
   if (!lsqr_set_beta(S, creal(d[0])))
     return RMAOP_OK;
   RMAOP_CHECK(rmaop_vec_scale(u, 1.0 / S->beta));
   RMAOP_CHECK(rmaop_op_apply_adjoint(A, u, AHu));
-  RMAOP_CHECK(rmaop_vec_axpby(v, 1.0, -S->beta, AHu));
-  RMAOP_CHECK(rmaop_vec_norm2(v, &S->alfa));
+  if (fuse) {
+    axpby_dots(v, AHu, -S->beta, NULL, parts);
+    RMAOP_CHECK(rmaop__vec_norm2_part(A->ctx, parts[0], &S->alfa));
+  } else {
+    RMAOP_CHECK(rmaop_vec_axpby(v, 1.0, -S->beta, AHu));
+    RMAOP_CHECK(rmaop_vec_norm2(v, &S->alfa));
+  }
   return S->alfa > 0.0 ? rmaop_vec_scale(v, 1.0 / S->alfa) : RMAOP_OK;
+}
+
+/* x += t1 w; w = v + t2 w (rmaop_vec_axpy's and rmaop_vec_axpby's expressions), in one pass. */
+#define LSQR_XW(NAME, T)                                                                                               \
+  static void NAME(T *restrict X, T *restrict W, const T *restrict V, int64_t n, T t1, T one, T t2) {                  \
+    for (int64_t i = 0; i < n; ++i) {                                                                                  \
+      X[i] += t1 * W[i];                                                                                               \
+      W[i] = one * V[i] + t2 * W[i];                                                                                   \
+    }                                                                                                                  \
+  }
+LSQR_XW(lsqr_xw_f32, float)
+LSQR_XW(lsqr_xw_f64, double)
+LSQR_XW(lsqr_xw_c64, float _Complex)
+LSQR_XW(lsqr_xw_c128, double _Complex)
+
+static rmaop_status lsqr_update(rmaop_vec x, rmaop_vec w, rmaop_vec v, double t1, double t2) {
+  if (!host_fusable(x)) {
+    RMAOP_CHECK(rmaop_vec_axpy(x, t1, w));
+    return rmaop_vec_axpby(w, 1.0, t2, v); /* w = v + t2 w */
+  }
+  RMAOP__FOR_DTYPE(x->dtype, {
+    _Generic((T)0, float
+             : lsqr_xw_f32, double
+             : lsqr_xw_f64, float _Complex
+             : lsqr_xw_c64, double _Complex
+             : lsqr_xw_c128)(x->data, w->data, v->data, x->local_n, (T)t1, (T)1.0, (T)t2);
+  });
+  return RMAOP_OK;
 }
 
 /* The iterations, once the start is made. */
@@ -56,8 +146,7 @@ static rmaop_status lsqr_loop(rmaop_op A, rmaop_vec x, const lsqr_vecs *L, lsqr_
       info->reason = RMAOP_REASON_BREAKDOWN;
       break;
     }
-    RMAOP_CHECK(rmaop_vec_axpy(x, k.t1, L->w));
-    RMAOP_CHECK(rmaop_vec_axpby(L->w, 1.0, k.t2, L->v)); /* w = v + t2 w */
+    RMAOP_CHECK(lsqr_update(x, L->w, L->v, k.t1, k.t2));
     RMAOP_CHECK(after_iteration(o, info, k.r1norm, x));
     if (k.istop != 0) {
       info->reason = rmaop__lsqr_reason(k.istop);
@@ -176,11 +265,6 @@ static rmaop_status pipecg_update(rmaop_vec x, const pipecg_vecs *V, double alph
   return rmaop_vec_axpy(V->w, -alpha, V->z);
 }
 
-/* Whether the updates and the next dots can share one pass: host memory, vectors scattered over the ranks. */
-static int pipecg_fusable(rmaop_vec x) {
-  return !RMAOP__ON_DEVICE(x->ctx) && x->layout->kind == RMAOP_LAYOUT_SCATTER;
-}
-
 /* The same updates in one pass over blocks that stay in L1, each block's new r and w then giving the next
  * reduction's partials {r.r, w.r} in the host dots' lanes (rmaop__host_dot_lanes): the expressions of
  * rmaop_vec_axpby and rmaop_vec_axpy with their scalars (one = 1, b = beta, a = alpha, ma = -alpha, as those
@@ -203,15 +287,14 @@ PIPECG_UPDATE(pipecg_update_f64, double)
 PIPECG_UPDATE(pipecg_update_c64, float _Complex)
 PIPECG_UPDATE(pipecg_update_c128, double _Complex)
 
-enum { PIPECG_BLOCK = 1024 }; /* a multiple of RMAOP__DOT_LANES */
 static void pipecg_update_fused(rmaop_vec x, const pipecg_vecs *V, double alpha, double beta, double parts[4]) {
   double re[2][RMAOP__DOT_LANES] = {{0}}, im[2][RMAOP__DOT_LANES] = {{0}};
   const int64_t n = x->local_n;
   RMAOP__FOR_DTYPE(x->dtype, {
     T *X = x->data, *Rv = V->r->data, *W = V->w->data, *Z = V->z->data, *S = V->s->data, *P = V->p->data;
     const T *Q = V->q->data;
-    for (int64_t i0 = 0; i0 < n; i0 += PIPECG_BLOCK) {
-      const int64_t len = n - i0 < PIPECG_BLOCK ? n - i0 : PIPECG_BLOCK;
+    for (int64_t i0 = 0; i0 < n; i0 += FUSE_BLOCK) {
+      const int64_t len = n - i0 < FUSE_BLOCK ? n - i0 : FUSE_BLOCK;
       _Generic((T)0, float
                : pipecg_update_f32, double
                : pipecg_update_f64, float _Complex
@@ -237,7 +320,7 @@ static rmaop_status pipecg_start(rmaop_op A, rmaop_vec y, rmaop_vec x, const rma
 static rmaop_status pipecg_loop(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_solver_options *o,
                                 rmaop_solver_info *info, const pipecg_vecs *V) {
   double gamma_old = 0.0, alpha_old = 0.0, parts[4];
-  const int fuse = pipecg_fusable(x);
+  const int fuse = host_fusable(x);
   int have_parts = 0; /* parts holds the local dots of the current r and w */
   info->reason = RMAOP_REASON_NITER;
   for (int k = 0;; ++k) {

@@ -3,8 +3,8 @@
  * CG and CGLS through it. References: the unfused calls on copies of the same vectors (rmaop_vec_axpby for the
  * update, rmaop_op_apply or _adjoint) and rmaop_vec_mdot of the results for the dots; the same solves through
  * the operator scaled by 1, which lacks the fused slot (the operator's own arithmetic, then rmaop_vec_mdot's
- * partials). Pipelined CG's fused host pass against the public calls in its order, bit for bit. Rows are split
- * unevenly (ranks with 2, 0, 1 rows and the rest), f32 / f64 / c64 / c128. */
+ * partials). Pipelined CG's and LSQR's fused host passes against the public calls in their order, bit for bit. Rows are
+ * split unevenly (ranks with 2, 0, 1 rows and the rest), f32 / f64 / c64 / c128. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,7 @@
 
 #include "ops/op_impl.h"
 #include "rmaop_test.h"
+#include "solvers/lsqr_scalars.h"
 
 static rmaop_ctx ctx;
 static void setup(void) {
@@ -486,6 +487,107 @@ START_TEST(test_fused_pipecg) {
 }
 END_TEST
 
+/* LSQR from the public calls, the host loop's order (src/solvers/solver_krylov.c: the set-up, the bidiagonalization
+ * with rmaop_vec_axpby, rmaop_vec_mdot of {u.u, w.w} and rmaop_vec_norm2, the scalars of
+ * src/solvers/lsqr_scalars.h, x += t1 w and w = v + t2 w), x0 = 0, damp 0.2, the stopping tests off: hist[0..niter]. */
+static void lsqr_calls(rmaop_op A, rmaop_vec y, rmaop_vec x, int niter, double *hist) {
+  rmaop_op_info oi;
+  RT_OK(rmaop_op_get_info(A, &oi));
+  rmaop_vec_info vi;
+  RT_OK(rmaop_vec_get_info(x, &vi));
+  rmaop_vec u, Av, v, w, AHu;
+  RT_OK(rmaop_vec_create(oi.data, vi.dtype, &u));
+  RT_OK(rmaop_vec_create(oi.data, vi.dtype, &Av));
+  RT_OK(rmaop_vec_create(oi.model, vi.dtype, &v));
+  RT_OK(rmaop_vec_create(oi.model, vi.dtype, &w));
+  RT_OK(rmaop_vec_create(oi.model, vi.dtype, &AHu));
+  rmaop_vec all[4] = {Av, v, w, AHu};
+  for (int i = 0; i < 4; ++i)
+    RT_OK(rmaop_vec_set(all[i], 0.0));
+  lsqr_state S;
+  memset(&S, 0, sizeof S);
+  S.damp = 0.2, S.dampsq = S.damp * S.damp, S.cs2 = -1.0; /* atol, btol, ctol 0: off */
+  RT_OK(rmaop_vec_set(x, 0.0));
+  RT_OK(rmaop_vec_copy(y, u));
+  RT_OK(rmaop_vec_norm2(u, &S.beta));
+  RT_OK(rmaop_vec_scale(u, 1.0 / S.beta));
+  RT_OK(rmaop_op_apply_adjoint(A, u, v));
+  RT_OK(rmaop_vec_norm2(v, &S.alfa));
+  RT_OK(rmaop_vec_scale(v, 1.0 / S.alfa));
+  RT_OK(rmaop_vec_copy(v, w));
+  S.arnorm0 = S.alfa * S.beta, S.rhobar = S.alfa, S.phibar = S.bnorm = S.rnorm = S.beta;
+  hist[0] = S.beta;
+  for (int k = 1; k <= niter; ++k) {
+    RT_OK(rmaop_op_apply(A, v, Av));
+    RT_OK(rmaop_vec_axpby(u, 1.0, -S.alfa, Av));
+    double _Complex d[2];
+    rmaop_vec dx[2] = {u, w};
+    RT_OK(rmaop_vec_mdot(2, dx, dx, d));
+    RT_CHECK(lsqr_set_beta(&S, creal(d[0])), "LSQR by the calls: beta = 0 at iteration %d", k);
+    RT_OK(rmaop_vec_scale(u, 1.0 / S.beta));
+    RT_OK(rmaop_op_apply_adjoint(A, u, AHu));
+    RT_OK(rmaop_vec_axpby(v, 1.0, -S.beta, AHu));
+    RT_OK(rmaop_vec_norm2(v, &S.alfa));
+    RT_OK(rmaop_vec_scale(v, 1.0 / S.alfa));
+    const lsqr_step st = lsqr_scalars(&S, creal(d[1]));
+    RT_OK(rmaop_vec_axpy(x, st.t1, w));
+    RT_OK(rmaop_vec_axpby(w, 1.0, st.t2, v));
+    hist[k] = st.r1norm;
+  }
+  rmaop_vec_destroy(&u), rmaop_vec_destroy(&Av), rmaop_vec_destroy(&v), rmaop_vec_destroy(&w);
+  rmaop_vec_destroy(&AHu);
+}
+
+/* LSQR's fused host passes (each bidiagonalization update with its norm, x and w in one loop) against the separate
+ * calls: the same history and x, bit for bit, on a derivative, the SPD composite and a Laplacian larger than a
+ * block. */
+START_TEST(test_fused_lsqr) {
+  for (int k = 0; k < 4; ++k) {
+    const rmaop_dtype d = rt_dtypes[k];
+    for (int c = 0; c < 3; ++c) {
+      enum { NIT = 7 };
+      char name[128], what[200];
+      rmaop_op A = NULL;
+      if (c < 2) {
+        A = make_op(c ? 17 : 0, d, name, sizeof name);
+      } else { /* larger than a block of the fused passes */
+        rmaop_laplacian_spec ls = {.kind = RMAOP_DERIV_CENTERED3,
+                                   .edge = 1,
+                                   .dtype = d,
+                                   .naxes = 2,
+                                   .weights = {-1.0, -0.5},
+                                   .axes = {0, 1},
+                                   .grid = {.ndim = 2, .dims = {301, 7}, .local_rows = split_rows(301, 1)}};
+        RT_OK(rmaop_op_create_laplacian(ctx, &ls, &A));
+        snprintf(name, sizeof name, "a 2-D Laplacian");
+      }
+      rmaop_op_info oi;
+      RT_OK(rmaop_op_get_info(A, &oi));
+      rmaop_vec y = series(oi.data, d, 3), x = series(oi.model, d, 5), xc = series(oi.model, d, 5);
+      rmaop_solver_options o;
+      rmaop_solver_options_init(&o);
+      o.niter = NIT, o.damp = 0.2, o.atol = o.btol = o.conlim = -1;
+      rmaop_solver_info info;
+      memset(&info, 0, sizeof info);
+      RT_OK(rmaop_solve_lsqr(A, y, x, &o, &info));
+      double hist[NIT + 1];
+      lsqr_calls(A, y, xc, NIT, hist);
+      snprintf(what, sizeof what, "LSQR on %s (%s)", name, rmaop_dtype_name(d));
+      RT_CHECK(info.iterations == NIT, "%s: %d iterations of %d", what, info.iterations, NIT);
+      for (int i = 0; i <= info.iterations && i <= NIT; ++i)
+        RT_CHECK(info.history[i] == hist[i], "%s: history[%d] %.17g, the calls %.17g", what, i, info.history[i],
+                 hist[i]);
+      double diff, big;
+      vec_diff(x, xc, &diff, &big);
+      RT_CHECK(diff == 0.0, "%s: x differs by %.3g (largest |x| %.3g)", what, diff, big);
+      rmaop_solver_info_destroy(&info);
+      rmaop_vec_destroy(&x), rmaop_vec_destroy(&xc), rmaop_vec_destroy(&y);
+      rmaop_op_destroy(&A);
+    }
+  }
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("solver_fused");
   TCase *tc = tcase_create("fused");
@@ -495,6 +597,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_fused_cgls);
   tcase_add_test(tc, test_fused_cg);
   tcase_add_test(tc, test_fused_pipecg);
+  tcase_add_test(tc, test_fused_lsqr);
   suite_add_tcase(s, tc);
   return s;
 }
