@@ -389,6 +389,31 @@ START_TEST(test_fused_cg) {
 }
 END_TEST
 
+/* A 2-D Laplacian (-1, -0.5 on the axes), rows split unevenly, larger than a block of the fused host passes. */
+static rmaop_op big_laplacian(rmaop_dtype d) {
+  rmaop_laplacian_spec ls = {.kind = RMAOP_DERIV_CENTERED3,
+                             .edge = 1,
+                             .dtype = d,
+                             .naxes = 2,
+                             .weights = {-1.0, -0.5},
+                             .axes = {0, 1},
+                             .grid = {.ndim = 2, .dims = {301, 7}, .local_rows = split_rows(301, 1)}};
+  rmaop_op A = NULL;
+  RT_OK(rmaop_op_create_laplacian(ctx, &ls, &A));
+  return A;
+}
+
+/* A solve (info, x) against the public calls' (hist[0..its], xc): the same count, history and x, bit for bit. */
+static void same_solve(const char *what, const rmaop_solver_info *info, const double *hist, int its, rmaop_vec x,
+                       rmaop_vec xc) {
+  RT_CHECK(info->iterations == its, "%s: %d iterations, the calls %d", what, info->iterations, its);
+  for (int i = 0; i <= its && i <= info->iterations; ++i)
+    RT_CHECK(info->history[i] == hist[i], "%s: history[%d] %.17g, the calls %.17g", what, i, info->history[i], hist[i]);
+  double diff, big;
+  vec_diff(x, xc, &diff, &big);
+  RT_CHECK(diff == 0.0, "%s: x differs by %.3g (largest |x| %.3g)", what, diff, big);
+}
+
 /* Pipelined CG from the public calls, the host loop's order (src/solvers/solver_krylov.c: rmaop_vec_mdot_begin
  * of {r.r, w.r} around q = A w, the six rmaop_vec_axpby / rmaop_vec_axpy updates, the residual replacement every
  * rr-th iteration), x0 = 0, tol = 0: hist[0..*its]. */
@@ -447,15 +472,7 @@ START_TEST(test_fused_pipecg) {
   for (int k = 0; k < 4; ++k) {
     const rmaop_dtype d = rt_dtypes[k];
     char name[128], what[200];
-    rmaop_op ops[2] = {make_op(17, d, name, sizeof name), NULL};
-    rmaop_laplacian_spec ls = {.kind = RMAOP_DERIV_CENTERED3,
-                               .edge = 1,
-                               .dtype = d,
-                               .naxes = 2,
-                               .weights = {-1.0, -0.5},
-                               .axes = {0, 1},
-                               .grid = {.ndim = 2, .dims = {301, 7}, .local_rows = split_rows(301, 1)}};
-    RT_OK(rmaop_op_create_laplacian(ctx, &ls, &ops[1]));
+    rmaop_op ops[2] = {make_op(17, d, name, sizeof name), big_laplacian(d)};
     for (int c = 0; c < 2; ++c)
       for (int rr = 0; rr <= 3; rr += 3) {
         enum { NIT = 9 };
@@ -472,13 +489,7 @@ START_TEST(test_fused_pipecg) {
         int its = 0;
         pipecg_calls(ops[c], y, xc, NIT, rr, hist, &its);
         snprintf(what, sizeof what, "pipeCG on %s (%s, rr %d)", c ? "a 2-D Laplacian" : name, rmaop_dtype_name(d), rr);
-        RT_CHECK(info.iterations == its, "%s: %d iterations, the calls %d", what, info.iterations, its);
-        for (int i = 0; i <= its && i <= info.iterations; ++i)
-          RT_CHECK(info.history[i] == hist[i], "%s: history[%d] %.17g, the calls %.17g", what, i, info.history[i],
-                   hist[i]);
-        double diff, big;
-        vec_diff(x, xc, &diff, &big);
-        RT_CHECK(diff == 0.0, "%s: x differs by %.3g (largest |x| %.3g)", what, diff, big);
+        same_solve(what, &info, hist, its, x, xc);
         rmaop_solver_info_destroy(&info);
         rmaop_vec_destroy(&x), rmaop_vec_destroy(&xc), rmaop_vec_destroy(&y);
       }
@@ -550,15 +561,8 @@ START_TEST(test_fused_lsqr) {
       rmaop_op A = NULL;
       if (c < 2) {
         A = make_op(c ? 17 : 0, d, name, sizeof name);
-      } else { /* larger than a block of the fused passes */
-        rmaop_laplacian_spec ls = {.kind = RMAOP_DERIV_CENTERED3,
-                                   .edge = 1,
-                                   .dtype = d,
-                                   .naxes = 2,
-                                   .weights = {-1.0, -0.5},
-                                   .axes = {0, 1},
-                                   .grid = {.ndim = 2, .dims = {301, 7}, .local_rows = split_rows(301, 1)}};
-        RT_OK(rmaop_op_create_laplacian(ctx, &ls, &A));
+      } else {
+        A = big_laplacian(d);
         snprintf(name, sizeof name, "a 2-D Laplacian");
       }
       rmaop_op_info oi;
@@ -573,13 +577,7 @@ START_TEST(test_fused_lsqr) {
       double hist[NIT + 1];
       lsqr_calls(A, y, xc, NIT, hist);
       snprintf(what, sizeof what, "LSQR on %s (%s)", name, rmaop_dtype_name(d));
-      RT_CHECK(info.iterations == NIT, "%s: %d iterations of %d", what, info.iterations, NIT);
-      for (int i = 0; i <= info.iterations && i <= NIT; ++i)
-        RT_CHECK(info.history[i] == hist[i], "%s: history[%d] %.17g, the calls %.17g", what, i, info.history[i],
-                 hist[i]);
-      double diff, big;
-      vec_diff(x, xc, &diff, &big);
-      RT_CHECK(diff == 0.0, "%s: x differs by %.3g (largest |x| %.3g)", what, diff, big);
+      same_solve(what, &info, hist, NIT, x, xc);
       rmaop_solver_info_destroy(&info);
       rmaop_vec_destroy(&x), rmaop_vec_destroy(&xc), rmaop_vec_destroy(&y);
       rmaop_op_destroy(&A);
