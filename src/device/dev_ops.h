@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "hd.h"
+#include "kx.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -141,33 +142,26 @@ rmaop_status rmaop__dev_laplacian_adjoint_local(rmaop_ctx ctx, rmaop_dtype dt, c
                                                 void *x);
 
 /* A distributed stencil's ghost rows put by its own kernels (RMAOP_HALO, src/ops/op_stencil.c builds it; the kernels
- * are in src/device/ops.cu): every rank's window (rmaop_win_device, GPU memory over ipc) has two halves, used by
- * the parity of the exchange number s (forward and adjoint exchanges count alike); a half holds the ghost rows (hl
- * rows, then hr) and, from recv_at, the adjoint's receive rows (one slot per forward transfer of the rank, in order).
- * Exchange s: the put kernel waits for each target's signal >= s (the target began exchange s - 1, so it has read
- * what exchange s - 2 put into this half), stores, and its last block signals every neighbour s + 1; the end kernel
- * waits for s + 1 from the ranks that put here, reads, and its last block sets seq to s + 1. The struct lives in
- * device memory (the kernels update seq and arrived); the host keeps a copy for launch shapes. Rows count ninner
- * elements each. */
+ * are in src/device/ops.cu), a kernel-put exchange (kx.h: the window's halves, the credits and signals): a half holds
+ * the ghost rows (hl rows, then hr) and, from recv_at, the adjoint's receive rows (one slot per forward transfer of
+ * the rank, in order). The struct lives in device memory (the kernels update its counters); the host keeps a copy
+ * for launch shapes. Rows count ninner elements each. */
 #define RMAOP__KH_MAX (2 * RMAOP_DEVICE_MAX_PEERS)
 typedef struct {
   int peer, rows;
   int64_t src, dst;
 } rmaop__kh_xfer;
 typedef struct {
-  rmaop_win_device w;
-  uint64_t seq;               /* exchanges ended (device) */
-  unsigned arrived[2];        /* blocks of the running end [0] and put [1] kernel that finished (device) */
+  rmaop__kx x;
   int64_t n, ninner;          /* local rows, elements per row */
-  size_t half, recv_at;       /* bytes of a half (the same on every rank); the receive rows' offset in it */
+  size_t recv_at;             /* the receive rows' offset in a half */
   int64_t add_head, add_tail; /* adjoint contributions land in local rows [0, add_head) and [add_tail, n) */
-  int nfwd, nadj, nrecv, nfrom, nnb;
+  int nfwd, nadj, nrecv, nfrom;
   rmaop__kh_xfer fwd[RMAOP__KH_MAX]; /* forward: local rows [src, +rows) into peer's ghost rows from dst */
   rmaop__kh_xfer adj[RMAOP__KH_MAX]; /* adjoint: ghost rows [src, +rows) into peer's receive rows from dst */
   rmaop__kh_xfer
       recv[RMAOP__KH_MAX];          /* adjoint, added in this order: receive rows [src, +rows) into local rows dst.. */
   int from[RMAOP_DEVICE_MAX_PEERS]; /* the ranks that put forward ghost rows here */
-  int nb[RMAOP_DEVICE_MAX_PEERS];   /* every rank this one exchanges with, either way: signalled every exchange */
 } rmaop__khalo;
 
 /* Exchange s's puts: the forward's ghost rows of x (one kernel; nothing launched where there is no neighbour). */

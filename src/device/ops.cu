@@ -12,6 +12,7 @@
 #include "cuda_impl.h"
 #include "dev_ops.h"
 #include "device.h"
+#include "kx.cuh"
 
 namespace {
 
@@ -55,53 +56,7 @@ template <> struct ar<cuDoubleComplex> {
 
 __device__ bool is_local(const rmaop__stencil_desc &d, int64_t g) { return g >= d.off && g < d.off + d.n; }
 
-/* ---- ghost rows put by kernels (rmaop__khalo, dev_ops.h) ---- */
-
-/* The exchange number: set by the previous end kernel's last block (a kernel boundary orders it). */
-__device__ __forceinline__ uint64_t kh_seq(const rmaop__khalo *h) { return *(const volatile uint64_t *)&h->seq; }
-
-/* Thread 0 waits for `peer`'s signal >= v: 1 once it is there, 0 if the wait gave up now or a wait of this window
- * gave up before (the host reports RMAOP_ERR_TIMEOUT at its next synchronization; the data is not read then). */
-__device__ __forceinline__ int kh_wait(const rmaop__khalo *h, int peer, uint64_t v) {
-  if (*(const volatile unsigned *)h->w.wait_claim != 0u) return 0;
-  return rmaop_dev_wait(&h->w, peer, v) == 0;
-}
-
-/* Every block of a kernel calls it once, all threads, after its last store: the block counts itself in on
- * arrived[k] (acq_rel at GPU scope after a barrier, so the block's stores are ordered before whatever the last block
- * does next); 1 in the last block's thread 0, which has reset the counter. */
-__device__ __forceinline__ bool kh_last_block(rmaop__khalo *h, int k) {
-  __syncthreads();
-  if (threadIdx.x != 0 || threadIdx.y != 0) return false;
-  unsigned old;
-  asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(&h->arrived[k]) : "memory");
-  if (old != gridDim.x * gridDim.y - 1) return false;
-  h->arrived[k] = 0;
-  return true;
-}
-
-/* A put kernel's end: its last block signals every neighbour s + 1, one release each (rmaop_device.cuh's contract:
- * cumulative over the stores the arrival chain ordered before it). */
-__device__ __forceinline__ void kh_put_done(rmaop__khalo *h, uint64_t s) {
-  if (!kh_last_block(h, 1)) return;
-  for (int k = 0; k < h->nnb; ++k) rmaop_dev_signal(&h->w, h->nb[k], s + 1);
-}
-
-/* An end kernel's start (every block: thread 0 waits for the ranks in peers[0, n) to reach s + 1, then a barrier) and
- * its own half of the window. */
-__device__ __forceinline__ const char *kh_enter(const rmaop__khalo *h, uint64_t s, const int *peers, int n,
-                                                const rmaop__kh_xfer *xf) {
-  if (threadIdx.x == 0 && threadIdx.y == 0)
-    for (int k = 0; k < n; ++k)
-      if (!kh_wait(h, xf ? xf[k].peer : peers[k], s + 1)) break;
-  __syncthreads();
-  return h->w.base[h->w.rank] + (size_t)(s & 1) * h->half;
-}
-
-/* An end kernel's end: its last block ends the exchange. */
-__device__ __forceinline__ void kh_end_done(rmaop__khalo *h, uint64_t s) {
-  if (kh_last_block(h, 0)) h->seq = s + 1;
-}
+/* ---- ghost rows put by kernels (rmaop__khalo, dev_ops.h; the exchange in kx.cuh) ---- */
 
 /* Element e of an (outer, rows, inner) box: inner index i, row r, outer block o. A 64-bit division costs
  * tens of instructions, more than the memory time of an element, so the common shapes skip them: 1-D
@@ -153,7 +108,8 @@ __global__ void k_forward(rmaop__stencil_desc d, const T *x, const T *ghost, T *
   typedef ar<T> A;
   typedef typename A::R R;
   uint64_t s = 0;
-  if (KH) s = kh_seq(h), ghost = (const T *)kh_enter(h, s, h->from, h->nfrom, NULL);
+  if (KH)
+    s = kx_seq(&h->x), ghost = (const T *)kx_enter(&h->x, s, h->nfrom, [h](int k) { return h->from[k]; });
   GRID_STRIDE(e, total) {
     int64_t i, r, o;
     split(e, d.ninner, nrows, i, r, o);
@@ -178,7 +134,8 @@ __global__ void k_forward(rmaop__stencil_desc d, const T *x, const T *ghost, T *
       *yp = v;
     }
   }
-  if (KH) kh_end_done(h, s);
+  if (KH)
+    kx_end_done(&h->x, s);
 }
 
 /* The adjoint's rule for a row j outside the gather rows: s plus the contributions of the local rows g within 2
@@ -230,51 +187,43 @@ __global__ void k_adjoint(rmaop__stencil_desc d, const T *y, T *out, int ghost, 
   }
 }
 
-/* A put kernel's start: whether block row blockIdx.y has a transfer of xf[0, nxfer) whose peer is done with this
- * exchange's half (thread 0 waits for it; the block learns the answer). */
-__device__ bool kh_put_go(rmaop__khalo *h, int nxfer, const rmaop__kh_xfer *xf, uint64_t s) {
-  __shared__ int go;
-  const int t = blockIdx.y;
-  if (threadIdx.x == 0) go = t < nxfer && kh_wait(h, xf[t].peer, s);
-  __syncthreads();
-  return go != 0;
-}
-
 /* The forward's puts: block row t copies transfer t (local rows of x into the peer's ghost rows of this exchange's
  * half) once the peer is done with that half, then the last block signals the neighbours. */
 template <typename T> __global__ void k_kh_put_rows(rmaop__khalo *h, const T *x) {
-  const uint64_t s = kh_seq(h);
-  if (kh_put_go(h, h->nfwd, h->fwd, s)) {
+  const uint64_t s = kx_seq(&h->x);
+  const int t = blockIdx.y;
+  if (kx_put_go(&h->x, t < h->nfwd, t < h->nfwd ? h->fwd[t].peer : 0, s)) {
     const rmaop__kh_xfer f = h->fwd[blockIdx.y];
-    T *dst = (T *)(h->w.base[f.peer] + (size_t)(s & 1) * h->half) + f.dst * h->ninner;
+    T *dst = (T *)kx_peer_half(&h->x, f.peer, s, 0) + f.dst * h->ninner;
     const T *src = x + f.src * h->ninner;
     GRID_STRIDE(e, f.rows * h->ninner) dst[e] = src[e];
   }
-  kh_put_done(h, s);
+  kx_put_done(&h->x, s, gridDim.x * gridDim.y);
 }
 
 /* The adjoint's puts: block row t computes the ghost rows of transfer t (k_adjoint's rule) and stores them into the
  * owner's receive rows of this exchange's half. */
 template <typename T> __global__ void k_kh_put_adjoint(rmaop__stencil_desc d, rmaop__khalo *h, const T *y) {
-  const uint64_t s = kh_seq(h);
-  if (kh_put_go(h, h->nadj, h->adj, s)) {
+  const uint64_t s = kx_seq(&h->x);
+  const int t = blockIdx.y;
+  if (kx_put_go(&h->x, t < h->nadj, t < h->nadj ? h->adj[t].peer : 0, s)) {
     const rmaop__kh_xfer a = h->adj[blockIdx.y];
     const int64_t w = h->ninner;
-    T *dst = (T *)(h->w.base[a.peer] + (size_t)(s & 1) * h->half + h->recv_at) + a.dst * w;
+    T *dst = (T *)kx_peer_half(&h->x, a.peer, s, h->recv_at) + a.dst * w;
     GRID_STRIDE(e, a.rows * w) {
       const int64_t r = a.src + (w == 1 ? e : e / w), i = w == 1 ? 0 : e % w;
       const int64_t j = r < d.hl ? d.off - d.hl + r : d.off + d.n + (r - d.hl);
       dst[e] = scatter_into(d, ar<T>::zero(), y + i, j);
     }
   }
-  kh_put_done(h, s);
+  kx_put_done(&h->x, s, gridDim.x * gridDim.y);
 }
 
 /* The adjoint's end: local rows [0, add_head) and [add_tail, n) += the receive rows that land there, transfers in
  * order (the plan's unpack order, so the sums are the plan path's). */
 template <typename T> __global__ void k_kh_add(rmaop__khalo *h, T *x) {
-  const uint64_t s = kh_seq(h);
-  const T *area = (const T *)(kh_enter(h, s, NULL, h->nrecv, h->recv) + h->recv_at);
+  const uint64_t s = kx_seq(&h->x);
+  const T *area = (const T *)(kx_enter(&h->x, s, h->nrecv, [h](int k) { return h->recv[k].peer; }) + h->recv_at);
   const int64_t w = h->ninner, head = h->add_head, tail = h->add_tail;
   GRID_STRIDE(e, (head + h->n - tail) * w) {
     const int64_t q = w == 1 ? e : e / w, i = w == 1 ? 0 : e % w, row = q < head ? q : tail + (q - head);
@@ -285,7 +234,7 @@ template <typename T> __global__ void k_kh_add(rmaop__khalo *h, T *x) {
     }
     x[row * w + i] = v;
   }
-  kh_end_done(h, s);
+  kx_end_done(&h->x, s);
 }
 
 /* A put kernel's grid: a block row per transfer (one, to signal, where there is none), blocks along x for the
@@ -429,7 +378,8 @@ template <typename T, int NL, bool ADJ, bool KH>
 __global__ void k_laplacian(const __grid_constant__ rmaop__lap_desc L, const T *in, const T *ghost, T *out, span2 rows,
                             span2 cols, rmaop__khalo *h) {
   uint64_t s = 0;
-  if (KH) s = kh_seq(h), ghost = (const T *)kh_enter(h, s, h->from, h->nfrom, NULL);
+  if (KH)
+    s = kx_seq(&h->x), ghost = (const T *)kx_enter(&h->x, s, h->nfrom, [h](int k) { return h->from[k]; });
   for (int64_t q = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; q < rows.n; q += (int64_t)gridDim.y * blockDim.y) {
     const int64_t g = rows.at(q);
     const bool dist_in_order = L.dpos >= 0 && (ADJ || g >= L.dist.flo && g < L.dist.fhi);
@@ -446,7 +396,8 @@ __global__ void k_laplacian(const __grid_constant__ rmaop__lap_desc L, const T *
       out[e] = v;
     }
   }
-  if (KH) kh_end_done(h, s);
+  if (KH)
+    kx_end_done(&h->x, s);
 }
 
 /* A 2-D Laplacian's elements that are interior rows of both parts (local rows [r0, r0 + nrows), columns [c0, c0 +
@@ -622,7 +573,8 @@ extern "C" rmaop_status rmaop__dev_laplacian_adjoint_local(rmaop_ctx ctx, rmaop_
 
 extern "C" rmaop_status rmaop__dev_kh_put_rows(rmaop_ctx ctx, rmaop_dtype dt, rmaop__khalo *dev,
                                                const rmaop__khalo *host, const void *x) {
-  if (host->nnb == 0) return RMAOP_OK;
+  if (host->x.nnb == 0)
+    return RMAOP_OK;
   const dim3 grid = kh_put_grid(host->nfwd, host->fwd, host->ninner);
   DISPATCH(dt, (k_kh_put_rows<T><<<grid, THREADS, 0, STREAM(ctx)>>>(dev, (const T *)x)));
   RMAOP_CHECK_LAUNCH(ctx);
@@ -631,7 +583,8 @@ extern "C" rmaop_status rmaop__dev_kh_put_rows(rmaop_ctx ctx, rmaop_dtype dt, rm
 
 extern "C" rmaop_status rmaop__dev_kh_put_adjoint(rmaop_ctx ctx, rmaop_dtype dt, const rmaop__stencil_desc *d,
                                                   rmaop__khalo *dev, const rmaop__khalo *host, const void *y) {
-  if (host->nnb == 0) return RMAOP_OK;
+  if (host->x.nnb == 0)
+    return RMAOP_OK;
   const dim3 grid = kh_put_grid(host->nadj, host->adj, host->ninner);
   DISPATCH(dt, (k_kh_put_adjoint<T><<<grid, THREADS, 0, STREAM(ctx)>>>(*d, dev, (const T *)y)));
   RMAOP_CHECK_LAUNCH(ctx);

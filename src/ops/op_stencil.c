@@ -138,12 +138,9 @@ static rmaop_status build_halo(rmaop_ctx ctx, stencil *s, rmaop_dtype dtype, con
   return rmaop_plan_reverse(s->halo, rev, &s->halo_rev);
 }
 
-/* Whether the ghost rows go by kernel puts (RMAOP_HALO; the same on every rank): a distributed stencil on a device
- * context over ipc that is not traced (a trace times each exchange from the host: plans), at 2+ ranks. */
+/* Whether the ghost rows go by kernel puts: a distributed stencil where rmaop__kx_wanted. */
 static int kh_wanted(rmaop_ctx ctx, const stencil *s) {
-  if (!s->distributed || !s->dev || ctx->size < 2 || ctx->trace_on || ctx->halo == RMAOP__HALO_PLAN)
-    return 0;
-  return rmaop__dev_ipc_path(ctx) && (ctx->halo == RMAOP__HALO_KERNEL || rmaop__gpu_per_rank(ctx));
+  return s->distributed && s->dev && rmaop__kx_wanted(ctx);
 }
 
 static size_t round128(size_t b) {
@@ -177,7 +174,7 @@ static rmaop_status build_kh(rmaop_ctx ctx, stencil *s, const int64_t *rows, con
     const size_t es = rmaop_dtype_size(s->dtype);
     h->n = s->n, h->ninner = s->ninner;
     h->recv_at = round128((size_t)((s->hl + s->hr) * s->ninner) * es);
-    h->half = h->recv_at + round128((size_t)(most * s->ninner) * es);
+    h->x.half = h->recv_at + round128((size_t)(most * s->ninner) * es);
     int nb[RMAOP_DEVICE_MAX_PEERS] = {0};
     const rmaop__kh_xfer *mine = all + (size_t)me * RMAOP__KH_MAX;
     int64_t slot = 0;
@@ -213,24 +210,15 @@ static rmaop_status build_kh(rmaop_ctx ctx, stencil *s, const int64_t *rows, con
     }
     for (int p = 0; p < P; ++p)
       if (nb[p])
-        h->nb[h->nnb++] = p;
-    void *base = NULL;
-    st = rmaop_win_allocate(ctx, 2 * h->half, &s->kh_win, &base);
-    if (st == RMAOP_OK)
-      st = rmaop_win_device_handle(s->kh_win, &h->w);
-    st = rmaop__agree(ctx, st, "derivative ghost exchange window");
+        h->x.nb[h->x.nnb++] = p;
   }
-  if (st == RMAOP_OK)
-    st = rmaop__dev_malloc(ctx, sizeof *h, "derivative ghost exchange", (void **)&s->kh_dev);
-  if (st == RMAOP_OK)
-    st = rmaop__dev_copy(ctx, s->kh_dev, h, sizeof *h);
-  if (st == RMAOP_OK)
-    st = rmaop__dev_sync(ctx);
+  if (s->kh)
+    st = rmaop__kx_build(ctx, st, &h->x, h, sizeof *h, &s->kh_win, (void **)&s->kh_dev, "derivative ghost exchange");
   free(all);
   free(cnt);
   if (!s->kh)
     free(h);
-  return rmaop__agree(ctx, st, "derivative ghost exchange");
+  return st;
 }
 
 /* ---- kernels: T the element type, R its real type ---- */
@@ -491,8 +479,7 @@ static void st_free(stencil *s) {
   if (!s) return;
   rmaop_plan_destroy(&s->halo);
   rmaop_plan_destroy(&s->halo_rev);
-  rmaop_win_destroy(&s->kh_win);
-  rmaop__dev_free(s->kh_dev);
+  rmaop__kx_free(&s->kh_win, (void **)&s->kh_dev);
   free(s->kh);
   if (s->dev) {
     rmaop__dev_free(s->ghost);
