@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const bench_problem_names[] = {"deriv1d", "lap2d", "bdiag", "vstack", "derivspd", "fft2d", "mdc", NULL};
+const char *const bench_problem_names[] = {"deriv1d",  "lap2d", "halo2d", "bdiag", "vstack",
+                                           "derivspd", "fft2d", "mdc",    NULL};
 
 #define TRY(call)                          \
   do {                                     \
@@ -138,6 +139,13 @@ rmaop_status bench_problem_create(rmaop_ctx ctx, const char *name, int64_t n, be
     TRY(rmaop_op_create_laplacian(ctx, &s, &p->A));
     return finish(p, x_2d, n);
   }
+  if (strcmp(name, "halo2d") == 0) {
+    /* PyLops-MPI MPIHalo of an n x n array over MPI_Dims_create's grid, one ghost cell each side: the exchange
+     * alone (the model is each rank's block, the data its extended block). */
+    rmaop_halo_spec s = {.ndim = 2, .dims = {n, n}, .lo = {1, 1}, .hi = {1, 1}, .dtype = RMAOP_F64, .label = "halo2d"};
+    TRY(rmaop_op_create_halo(ctx, &s, &p->A));
+    return finish(p, x_2d, n);
+  }
   if (strcmp(name, "derivspd") == 0) {
     TRY(make_derivspd(ctx, n, &p->A));
     return finish(p, x_1d, n);
@@ -156,7 +164,10 @@ rmaop_status bench_problem_create(rmaop_ctx ctx, const char *name, int64_t n, be
   }
   const int is_bdiag = strcmp(name, "bdiag") == 0, is_vstack = strcmp(name, "vstack") == 0;
   if (!is_bdiag && !is_vstack) {
-    if (ci.rank == 0) fprintf(stderr, "bench problem: unknown name \"%s\" (deriv1d, lap2d, bdiag, vstack, derivspd, fft2d, mdc)\n", name);
+    if (ci.rank == 0)
+      fprintf(stderr,
+              "bench problem: unknown name \"%s\" (deriv1d, lap2d, halo2d, bdiag, vstack, derivspd, fft2d, mdc)\n",
+              name);
     return RMAOP_ERR_ARG;
   }
   /* A dense n x n block per rank: refuse sizes whose block would not fit 8 GiB (or overflow). */

@@ -161,20 +161,23 @@ static double vmax(const double *v, int n) { double m = v[0]; for (int i = 1; i 
 
 static void usage(void) {
   if (rank == 0)
-    fprintf(stderr, "usage: rmaop-bench --problem deriv1d|lap2d|bdiag|vstack|derivspd|fft2d|mdc --n N --niter K [--backends rma,twosided]\n"
-                    "                   [--sync fence,pscw,lock] [--transport auto|mpi|shm|ipc] [--memory host|device]\n"
-                    "                   [--repeat R] [--warmup-ms MS] [--solver cgls|lsqr|cg|pipecg|ista|fista] [--trace-sync]\n"
-                    "                   [--json FILE]\n"
-                    "  --warmup-ms (default 2000): untimed solves, every path in turn, until MS milliseconds have\n"
-                    "  passed (at least one each): first-use costs and a slow start stay out (README, rmaop-bench).\n"
-                    "  --backends takes any of rma, twosided, nccl; a backend this library lacks is skipped.\n"
-                    "  --solver defaults to cgls; cg and pipecg need an SPD operator (--problem derivspd).\n"
-                    "  --trace-sync: R more solves per path traced with synchronized starts (RMAOP_TRACE_SYNCED):\n"
-                    "  the messaging time per iteration without waits for late peers (what rmaop-roofline predicts):\n"
-                    "  each site's median call times its calls per iteration; \"sync mean\" counts every call.\n"
-                    "  The JSON gives the medians and every repeat's time per iteration (iter_seconds; with --trace-sync\n"
-                    "  synchronized_repeats, with the machine's CPU speed timed right before each) and when it started\n"
-                    "  (seconds after MPI_Init), in the order they ran.\n");
+    fprintf(
+        stderr,
+        "usage: rmaop-bench --problem deriv1d|lap2d|halo2d|bdiag|vstack|derivspd|fft2d|mdc --n N --niter K [--backends "
+        "rma,twosided]\n"
+        "                   [--sync fence,pscw,lock] [--transport auto|mpi|shm|ipc] [--memory host|device]\n"
+        "                   [--repeat R] [--warmup-ms MS] [--solver cgls|lsqr|cg|pipecg|ista|fista] [--trace-sync]\n"
+        "                   [--json FILE]\n"
+        "  --warmup-ms (default 2000): untimed solves, every path in turn, until MS milliseconds have\n"
+        "  passed (at least one each): first-use costs and a slow start stay out (README, rmaop-bench).\n"
+        "  --backends takes any of rma, twosided, nccl; a backend this library lacks is skipped.\n"
+        "  --solver defaults to cgls; cg and pipecg need an SPD operator (--problem derivspd).\n"
+        "  --trace-sync: R more solves per path traced with synchronized starts (RMAOP_TRACE_SYNCED):\n"
+        "  the messaging time per iteration without waits for late peers (what rmaop-roofline predicts):\n"
+        "  each site's median call times its calls per iteration; \"sync mean\" counts every call.\n"
+        "  The JSON gives the medians and every repeat's time per iteration (iter_seconds; with --trace-sync\n"
+        "  synchronized_repeats, with the machine's CPU speed timed right before each) and when it started\n"
+        "  (seconds after MPI_Init), in the order they ran.\n");
 }
 
 /* Device copy bandwidth of this rank's GPU in bytes/s: cudaMemcpy device-to-device of 1 GiB timed with

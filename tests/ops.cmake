@@ -41,9 +41,12 @@ rmaop_add_test(NAME solver_resident SOURCES mpi/test_solver_resident.c mpi/solve
 # test_solver_krylov: LSQR and pipelined CG against serial PyLops / Ghysels-Vanroose recurrences, the diagonal operator.
 rmaop_add_test(NAME solver_krylov SOURCES mpi/test_solver_krylov.c mpi/solver_test_util.c
                NP 1 2 3 4 MEMORY host device BACKENDS rma twosided nccl)
-# test_halo: N-D halo on a cartesian grid and the gradient against serial references, dot tests, errors.
+# test_halo: N-D halo on a cartesian grid and the gradient against serial references, dot tests, bitwise against a
+# host context's plans, errors. halo_kput: the halo's boxes and the gradient's ghost rows put by kernels (2 x 2 grids
+# with corners at 4 ranks).
 rmaop_add_test(NAME halo SOURCES mpi/test_halo.c NP 1 2 3 4 MEMORY host device BACKENDS rma twosided nccl)
-rmaop_add_test(NAME halo_kput TARGET test_halo MEMORY device EXTRA_VARIANTS np2.rma.lock.ipc np3.rma.lock.ipc
+rmaop_add_test(NAME halo_kput TARGET test_halo MEMORY device
+               EXTRA_VARIANTS np2.rma.lock.ipc np2.rma.lock.ipc.kernel np3.rma.lock.ipc np4.rma.lock.ipc
                PLACEMENTS multi ENV RMAOP_HALO=kernel)
 # test_matmul: dense multiply (block, SUMMA) and Fredholm1 against serial references, dot tests, errors.
 # SUMMA's grid is floor(sqrt(P))^2: 9 oversubscribed ranks give a 3 x 3 grid (one fast variant set, host memory).

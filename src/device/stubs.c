@@ -209,6 +209,26 @@ rmaop_status rmaop__dev_halo_zero(rmaop_ctx ctx, rmaop_dtype dt, int ndim, const
   return NO_CUDA(ctx);
 }
 
+rmaop_status rmaop__dev_hx_forward_begin(rmaop_ctx ctx, rmaop_dtype dt, rmaop__hxch *dev, const rmaop__hxch *host,
+                                         const void *blk, void *ext) {
+  return NO_CUDA(ctx);
+}
+
+rmaop_status rmaop__dev_hx_forward_end(rmaop_ctx ctx, rmaop_dtype dt, rmaop__hxch *dev, const rmaop__hxch *host,
+                                       void *ext) {
+  return NO_CUDA(ctx);
+}
+
+rmaop_status rmaop__dev_hx_adjoint_begin(rmaop_ctx ctx, rmaop_dtype dt, rmaop__hxch *dev, const rmaop__hxch *host,
+                                         const void *ext, void *blk) {
+  return NO_CUDA(ctx);
+}
+
+rmaop_status rmaop__dev_hx_adjoint_end(rmaop_ctx ctx, rmaop_dtype dt, rmaop__hxch *dev, const rmaop__hxch *host,
+                                       void *blk) {
+  return NO_CUDA(ctx);
+}
+
 rmaop_status rmaop__dev_gemm(rmaop_ctx ctx, void *handle, rmaop_dtype dt, int conj_a, int64_t m, int64_t n, int64_t k,
                              const void *A, int64_t lda, const void *B, int64_t ldb, void *C, int64_t ldc,
                              int accumulate) {

@@ -37,6 +37,9 @@ typedef struct {
   int nzero;
   rmaop__halo_box zero[2 * HMAX];
   rmaop_plan fwd, rev;
+  rmaop__hxch *kx, *kx_dev; /* the exchange by kernel puts (NULL: the plans): the host copy, the kernels' */
+  rmaop_win kx_win;
+  void *out; /* the running application's output (kernel puts) */
   rmaop_ctx ctx;
 } halo;
 
@@ -169,6 +172,140 @@ static rmaop_status build_plan(halo *h, const char *label) {
   return rmaop_plan_reverse(h->fwd, rev, &h->rev);
 }
 
+/* ---- the exchange by kernel puts (rmaop__hxch, src/device/halo_dev.h) ---- */
+
+/* Rank p's block along every axis (global offsets and extents). */
+static void block_of(const halo *h, int p, int64_t *off, int64_t *len) {
+  int c[HMAX];
+  rank_coords(p, h->info.ndim, h->info.procs, c);
+  for (int d = 0; d < h->info.ndim; ++d)
+    rmaop__split(h->N[d], h->info.procs[d], c[d], &off[d], &len[d]);
+}
+
+/* Rank p's block inside rank q's extended block: its first cell (global) and extents; the cell count (0: none). */
+static int64_t meet(const halo *h, int p, int q, int64_t *at, int64_t *n) {
+  int64_t po[HMAX], pl[HMAX], qo[HMAX], ql[HMAX], c = 1;
+  block_of(h, p, po, pl);
+  block_of(h, q, qo, ql);
+  for (int d = 0; d < h->info.ndim; ++d) {
+    const int64_t a = po[d] > qo[d] - h->lo[d] ? po[d] : qo[d] - h->lo[d];
+    const int64_t b = po[d] + pl[d] < qo[d] + ql[d] + h->hi[d] ? po[d] + pl[d] : qo[d] + ql[d] + h->hi[d];
+    at[d] = a, n[d] = b > a ? b - a : 0;
+    c *= n[d];
+  }
+  return c;
+}
+
+/* Where rank p's box from `from` begins in p's area (elements): the boxes of the origins before it. fwd: p's forward
+ * area holds the blocks of the others inside its extended block; else p's adjoint area holds its block inside the
+ * others' extended blocks. */
+static int64_t area_at(const halo *h, int p, int from, int fwd) {
+  int64_t at[HMAX], n[HMAX], o = 0;
+  for (int q = 0; q < from; ++q)
+    if (q != p)
+      o += fwd ? meet(h, q, p, at, n) : meet(h, p, q, at, n);
+  return o;
+}
+
+/* A box of the exchange: peer, extents n, first cell `at` (global) made local to `base`, element offset off. */
+static rmaop__hx_box hx_box(int nd, int peer, const int64_t *n, const int64_t *at, const int64_t *base, int64_t off) {
+  rmaop__hx_box b = {.peer = peer, .off = off};
+  for (int d = 0; d < nd; ++d)
+    b.n[d] = n[d], b.at[d] = at[d] - base[d];
+  return b;
+}
+
+static int64_t box_cells(const rmaop__hx_box *b, int nd) {
+  int64_t c = 1;
+  for (int d = 0; d < nd; ++d)
+    c *= b->n[d];
+  return c;
+}
+
+/* Blocks of RMAOP__HX_THREADS for `cells`: at least 1, at most `most`. */
+static unsigned blocks_for(int64_t cells, unsigned most) {
+  const int64_t b = (cells + RMAOP__HX_THREADS - 1) / RMAOP__HX_THREADS;
+  return b < 1 ? 1u : b > most ? most : (unsigned)b;
+}
+
+/* The put boxes' blocks laid end to end; their number (1 with none: the block that signals). */
+static unsigned lay_blocks(rmaop__hx_box *list, int n, int nd) {
+  unsigned b = 0;
+  for (int k = 0; k < n; ++k) {
+    list[k].b0 = b, list[k].nb = blocks_for(box_cells(&list[k], nd), RMAOP__HX_BOX_BLOCKS);
+    b += list[k].nb;
+  }
+  return b ? b : 1;
+}
+
+/* The descriptor (every rank's boxes from the split, each rank's areas laid out alike), the window, the device copy.
+ * Collective. */
+static rmaop_status build_kx(halo *h) {
+  rmaop_ctx ctx = h->ctx;
+  const int P = ctx->size, me = ctx->rank, nd = h->info.ndim;
+  rmaop__hxch *x = NULL;
+  rmaop_status st = rmaop__agree(ctx, rmaop__calloc(ctx, 1, sizeof *x, "halo exchange", (void **)&x), "halo exchange");
+  if (st != RMAOP_OK)
+    return st;
+  h->kx = x;
+  x->ndim = nd;
+  int64_t ebase[HMAX], at[HMAX], n[HMAX], fwd_most = 0, adj_most = 0;
+  for (int d = 0; d < nd; ++d) {
+    x->loc[d] = h->info.local[d], x->ext[d] = h->info.extended[d], x->lo[d] = h->lo[d];
+    ebase[d] = h->info.offset[d] - h->lo[d];
+    x->inner.n[d] = x->loc[d], x->inner.at[d] = x->lo[d];
+  }
+  strides(nd, x->loc, x->lst);
+  strides(nd, x->ext, x->est);
+  x->nloc = 1;
+  for (int d = 0; d < nd; ++d)
+    x->nloc *= x->loc[d];
+  for (int k = 0; k < h->nzero; ++k) {
+    int64_t c = 1;
+    for (int d = 0; d < nd; ++d)
+      c *= h->zero[k].n[d];
+    x->zero[k] = h->zero[k], x->zfirst[k + 1] = x->zfirst[k] + c;
+  }
+  x->nzero = h->nzero, x->nzcells = x->zfirst[h->nzero];
+  for (int p = 0; p < P; ++p) { /* the largest areas, so that every rank's halves are laid out alike */
+    const int64_t f = area_at(h, p, P, 1), a = area_at(h, p, P, 0);
+    fwd_most = f > fwd_most ? f : fwd_most, adj_most = a > adj_most ? a : adj_most;
+  }
+  int nb[RMAOP_DEVICE_MAX_PEERS] = {0};
+  for (int q = 0; q < P; ++q) {
+    if (q == me)
+      continue;
+    if (meet(h, me, q, at, n) > 0) { /* my block in q's extended block: q's ghosts, and q's adjoint contribution */
+      x->fwd[x->nfwd] = hx_box(nd, q, n, at, h->info.offset, area_at(h, q, me, 1));
+      x->arecv[x->nfwd] = hx_box(nd, q, n, at, h->info.offset, area_at(h, me, q, 0));
+      x->arecv[x->nfwd].first = x->nacells;
+      x->nacells += meet(h, me, q, at, n);
+      x->nfwd++, nb[q] = 1;
+    }
+    if (meet(h, q, me, at, n) > 0) { /* q's block in my extended block: my ghosts from q */
+      x->frecv[x->nfrecv] = hx_box(nd, q, n, at, ebase, area_at(h, me, q, 1));
+      x->frecv[x->nfrecv].first = x->nfcells;
+      x->adj[x->nfrecv] = hx_box(nd, q, n, at, ebase, area_at(h, q, me, 0));
+      x->nfcells += meet(h, q, me, at, n);
+      x->nfrecv++, nb[q] = 1;
+    }
+  }
+  for (int p = 0; p < P; ++p)
+    if (nb[p])
+      x->x.nb[x->x.nnb++] = p;
+  x->fwd_blocks = lay_blocks(x->fwd, x->nfwd, nd), x->adj_blocks = lay_blocks(x->adj, x->nfrecv, nd);
+  x->fwd_local = blocks_for(x->nloc + x->nzcells, RMAOP__HX_LOCAL_BLOCKS);
+  x->adj_local = blocks_for(x->nloc, RMAOP__HX_LOCAL_BLOCKS);
+  const int64_t most = x->nloc + x->nzcells > x->nfcells ? x->nloc + x->nzcells : x->nfcells;
+  x->small = most < ((int64_t)1 << 32) && x->nacells < ((int64_t)1 << 32);
+  const size_t es = rmaop_dtype_size(h->dtype);
+  x->adj_at = ((size_t)fwd_most * es + 127) & ~(size_t)127;
+  x->x.half = x->adj_at + (((size_t)adj_most * es + 127) & ~(size_t)127);
+  if (x->x.half == 0)
+    x->x.half = 128; /* no ghost cells anywhere: a window all the same */
+  return rmaop__kx_build(ctx, st, &x->x, x, sizeof *x, &h->kx_win, (void **)&h->kx_dev, "halo exchange");
+}
+
 /* ---- the interior: my block <-> the middle of the extended block ---- */
 
 /* to_ext: ext[interior] = blk; else blk = ext[interior]. A strided copy, row by row on the host. */
@@ -260,23 +397,37 @@ static rmaop_status zero_outside(const halo *h, void *ext) {
  * soon as the epoch opens, and local stores into an exposed window are safest outside it. */
 static rmaop_status halo_apply_begin(rmaop_op A, rmaop_vec x, rmaop_vec y) {
   halo *h = A->impl;
+  if (h->kx) {
+    h->out = y->data;
+    return rmaop__dev_hx_forward_begin(h->ctx, h->dtype, h->kx_dev, h->kx, x->data, y->data);
+  }
   if (h->nzero)
     RMAOP_CHECK(zero_outside(h, y->data));
   RMAOP_CHECK(interior_copy(h, x->data, y->data, 1));
   return rmaop_plan_begin(h->fwd, x->data, y->data, RMAOP_INSERT);
 }
 static rmaop_status halo_apply_end(rmaop_op A) {
-  return rmaop_plan_end(((halo *)A->impl)->fwd);
+  halo *h = A->impl;
+  if (h->kx)
+    return rmaop__dev_hx_forward_end(h->ctx, h->dtype, h->kx_dev, h->kx, h->out);
+  return rmaop_plan_end(h->fwd);
 }
 
 /* ADD-mode plans write x only inside plan_end, so the interior copy overlaps the exchange. */
 static rmaop_status halo_adjoint_begin(rmaop_op A, rmaop_vec y, rmaop_vec x) {
   halo *h = A->impl;
+  if (h->kx) {
+    h->out = x->data;
+    return rmaop__dev_hx_adjoint_begin(h->ctx, h->dtype, h->kx_dev, h->kx, y->data, x->data);
+  }
   RMAOP_CHECK(rmaop_plan_begin(h->rev, y->data, x->data, RMAOP_ADD));
   return interior_copy(h, x->data, y->data, 0);
 }
 static rmaop_status halo_adjoint_end(rmaop_op A) {
-  return rmaop_plan_end(((halo *)A->impl)->rev);
+  halo *h = A->impl;
+  if (h->kx)
+    return rmaop__dev_hx_adjoint_end(h->ctx, h->dtype, h->kx_dev, h->kx, h->out);
+  return rmaop_plan_end(h->rev);
 }
 
 static void halo_free(halo *h) {
@@ -284,6 +435,8 @@ static void halo_free(halo *h) {
     return;
   rmaop_plan_destroy(&h->fwd);
   rmaop_plan_destroy(&h->rev);
+  rmaop__kx_free(&h->kx_win, (void **)&h->kx_dev);
+  free(h->kx);
   free(h);
 }
 static void halo_destroy(rmaop_op A) {
@@ -355,7 +508,7 @@ rmaop_status rmaop_op_create_halo(rmaop_ctx ctx, const rmaop_halo_spec *spec, rm
   h->ctx = ctx, h->dtype = spec->dtype;
   place_block(h, spec, procs);
   rmaop_layout model = NULL, data = NULL;
-  st = build_plan(h, spec->label ? spec->label : "halo");
+  st = rmaop__kx_wanted(ctx) ? build_kx(h) : build_plan(h, spec->label ? spec->label : "halo");
   if (st == RMAOP_OK)
     st = create_layouts(h, &model, &data);
   st = rmaop__op_new_agreed(st, ctx, "halo", spec->dtype, model, data, &halo_ops, h, A);

@@ -347,11 +347,28 @@ static int kernel_halo_expected(void) {
   return rt_size > 1 && h && strcmp(h, "kernel") == 0 && b && strcmp(b, "rma") == 0 && t && strcmp(t, "ipc") == 0;
 }
 
-/* A derivative's and a Laplacian's forward and adjoint captured into one CUDA graph and replayed: each replay is two
- * new exchanges per operator (the exchange numbers live in device memory), and gives the eager applications' values
- * bit for bit on new data every round, with eager applications between the replays. Runs where the ghost rows go by
- * kernel puts (where they go by plans, capture is test_plan_graph_capture's); succeeding at all shows the plans are
- * not used on the copy path, which refuses capture. */
+/* A derivative's, a Laplacian's and an N-D halo's forward and adjoint captured into one CUDA graph and replayed: each
+ * replay is two new exchanges per operator (the exchange numbers live in device memory), and gives the eager
+ * applications' values bit for bit on new data every round, with eager applications between the replays. Runs where
+ * the exchanges go by kernel puts (where they go by plans, capture is test_plan_graph_capture's); succeeding at all
+ * shows the plans are not used on the copy path, which refuses capture. */
+enum { KOPS = 3 };
+static const char *const kop_names[KOPS] = {"derivative", "Laplacian", "halo"};
+
+/* v's local values, bitwise those of w? Names the first element that differs. */
+static void same_vec(rmaop_vec v, rmaop_vec w, double *a, double *b, int round, int k, const char *what) {
+  rmaop_vec_info vi;
+  RT_OK(rmaop_vec_get_info(v, &vi));
+  RT_OK(rmaop_vec_read_local(v, a));
+  RT_OK(rmaop_vec_read_local(w, b));
+  int64_t bad = -1; /* one check per vector: the ranks' element counts differ */
+  for (int64_t i = 0; i < vi.local_n && bad < 0; ++i)
+    if (a[i] != b[i])
+      bad = i;
+  RT_CHECK(bad < 0, "round %d, %s %s: element %lld replayed %.17g, eager %.17g", round, kop_names[k], what,
+           (long long)bad, bad < 0 ? 0 : a[bad], bad < 0 ? 0 : b[bad]);
+}
+
 START_TEST(test_kernel_halo_graph_capture) {
   if (!rt_all(kernel_halo_expected()))
     return;
@@ -359,30 +376,36 @@ START_TEST(test_kernel_halo_graph_capture) {
   RT_OK(rmaop_ctx_get_stream(ctx, &sv));
   cudaStream_t st = (cudaStream_t)sv;
   const rmaop_grid grid = {.ndim = 2, .dims = {5 * rt_size + 1, 7}, .local_rows = -1};
-  rmaop_op A[2] = {NULL, NULL};
+  rmaop_op A[KOPS] = {NULL};
   const rmaop_deriv_spec ds = {.grid = grid, .axis = 0, .kind = RMAOP_DERIV_CENTERED5, .edge = 1, .dtype = RMAOP_F64};
   RT_OK(rmaop_op_create_first_derivative(ctx, &ds, &A[0]));
   const rmaop_laplacian_spec ls = {
       .grid = grid, .weights = {1.5, -0.5}, .kind = RMAOP_DERIV_CENTERED3, .edge = 1, .dtype = RMAOP_F64};
   RT_OK(rmaop_op_create_laplacian(ctx, &ls, &A[1]));
-  rmaop_op_info oi;
-  RT_OK(rmaop_op_get_info(A[0], &oi));
-  rmaop_vec x = NULL, y[2], z[2], ye[2], ze[2];
-  RT_OK(rmaop_vec_create(oi.model, RMAOP_F64, &x));
-  for (int k = 0; k < 2; ++k) {
-    RT_OK(rmaop_vec_duplicate(x, &y[k]));
-    RT_OK(rmaop_vec_duplicate(x, &z[k]));
-    RT_OK(rmaop_vec_duplicate(x, &ye[k]));
-    RT_OK(rmaop_vec_duplicate(x, &ze[k]));
+  const rmaop_halo_spec hs = {
+      .ndim = 2, .dims = {5 * rt_size + 1, 7}, .lo = {2, 1}, .hi = {1, 1}, .dtype = RMAOP_F64, .label = "halo"};
+  RT_OK(rmaop_op_create_halo(ctx, &hs, &A[2]));
+  rmaop_vec x[KOPS], y[KOPS], z[KOPS], ye[KOPS], ze[KOPS];
+  int64_t most = 1;
+  for (int k = 0; k < KOPS; ++k) {
+    rmaop_op_info oi;
+    RT_OK(rmaop_op_get_info(A[k], &oi));
+    RT_OK(rmaop_vec_create(oi.model, RMAOP_F64, &x[k]));
+    RT_OK(rmaop_vec_create(oi.data, RMAOP_F64, &y[k]));
+    RT_OK(rmaop_vec_create(oi.model, RMAOP_F64, &z[k]));
+    RT_OK(rmaop_vec_create(oi.data, RMAOP_F64, &ye[k]));
+    RT_OK(rmaop_vec_create(oi.model, RMAOP_F64, &ze[k]));
+    rmaop_vec_info xi, yi;
+    RT_OK(rmaop_vec_get_info(x[k], &xi));
+    RT_OK(rmaop_vec_get_info(y[k], &yi));
+    most = xi.local_n > most ? xi.local_n : most;
+    most = yi.local_n > most ? yi.local_n : most;
   }
-  rmaop_vec_info vi;
-  RT_OK(rmaop_vec_get_info(x, &vi));
-  const int64_t n = vi.local_n;
-  double *h = calloc((size_t)n + 1, sizeof *h), *a = calloc((size_t)n + 1, sizeof *a),
-         *b = calloc((size_t)n + 1, sizeof *b);
+  double *h = calloc((size_t)most, sizeof *h), *a = calloc((size_t)most, sizeof *a),
+         *b = calloc((size_t)most, sizeof *b);
   RT_CHECK(h && a && b, "out of memory");
-  for (int k = 0; k < 2; ++k) { /* first applications eagerly */
-    RT_OK(rmaop_op_apply(A[k], x, y[k]));
+  for (int k = 0; k < KOPS; ++k) { /* first applications eagerly */
+    RT_OK(rmaop_op_apply(A[k], x[k], y[k]));
     RT_OK(rmaop_op_apply_adjoint(A[k], y[k], z[k]));
   }
   cudaGraph_t g = NULL;
@@ -390,8 +413,8 @@ START_TEST(test_kernel_halo_graph_capture) {
   CUDA_OK(cudaStreamSynchronize(st));
   CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
   rmaop_status sc = RMAOP_OK;
-  for (int k = 0; k < 2 && sc == RMAOP_OK; ++k) {
-    sc = rmaop_op_apply(A[k], x, y[k]);
+  for (int k = 0; k < KOPS && sc == RMAOP_OK; ++k) {
+    sc = rmaop_op_apply(A[k], x[k], y[k]);
     if (sc == RMAOP_OK)
       sc = rmaop_op_apply_adjoint(A[k], y[k], z[k]);
   }
@@ -401,40 +424,37 @@ START_TEST(test_kernel_halo_graph_capture) {
   RT_CHECK(sc == RMAOP_OK, "capturing the operators' applications: %s: %s", rmaop_status_string(sc), msg);
   CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
   for (int round = 0; round < 4; ++round) {
-    for (int64_t i = 0; i < n; ++i)
-      h[i] = creal(rt_value(1000 * rt_rank + i + 17 * round, 3));
-    CUDA_OK(cudaMemcpyAsync(arr(x), h, (size_t)n * sizeof *h, cudaMemcpyHostToDevice, st));
+    for (int k = 0; k < KOPS; ++k) {
+      rmaop_vec_info xi;
+      RT_OK(rmaop_vec_get_info(x[k], &xi));
+      for (int64_t i = 0; i < xi.local_n; ++i)
+        h[i] = creal(rt_value(1000 * rt_rank + i + 17 * round, 3));
+      CUDA_OK(cudaMemcpyAsync(arr(x[k]), h, (size_t)xi.local_n * sizeof *h, cudaMemcpyHostToDevice, st));
+      CUDA_OK(cudaStreamSynchronize(st)); /* h is refilled for the next operator */
+    }
     CUDA_OK(cudaGraphLaunch(ge, st));
-    for (int k = 0; k < 2; ++k) { /* the same data eagerly, between the replays */
-      RT_OK(rmaop_op_apply(A[k], x, ye[k]));
+    for (int k = 0; k < KOPS; ++k) { /* the same data eagerly, between the replays */
+      RT_OK(rmaop_op_apply(A[k], x[k], ye[k]));
       RT_OK(rmaop_op_apply_adjoint(A[k], ye[k], ze[k]));
     }
-    for (int k = 0; k < 2; ++k)
-      for (int v2 = 0; v2 < 2; ++v2) {
-        RT_OK(rmaop_vec_read_local(v2 ? z[k] : y[k], a));
-        RT_OK(rmaop_vec_read_local(v2 ? ze[k] : ye[k], b));
-        int64_t bad = -1; /* one check per vector: the ranks' element counts differ */
-        for (int64_t i = 0; i < n && bad < 0; ++i)
-          if (a[i] != b[i])
-            bad = i;
-        RT_CHECK(bad < 0, "round %d, %s %s: element %lld replayed %.17g, eager %.17g", round,
-                 k ? "Laplacian" : "derivative", v2 ? "adjoint" : "forward", (long long)bad, bad < 0 ? 0 : a[bad],
-                 bad < 0 ? 0 : b[bad]);
-      }
+    for (int k = 0; k < KOPS; ++k) {
+      same_vec(y[k], ye[k], a, b, round, k, "forward");
+      same_vec(z[k], ze[k], a, b, round, k, "adjoint");
+    }
   }
   cudaGraphExecDestroy(ge);
   cudaGraphDestroy(g);
   free(h);
   free(a);
   free(b);
-  for (int k = 0; k < 2; ++k) {
+  for (int k = 0; k < KOPS; ++k) {
+    rmaop_vec_destroy(&x[k]);
     rmaop_vec_destroy(&y[k]);
     rmaop_vec_destroy(&z[k]);
     rmaop_vec_destroy(&ye[k]);
     rmaop_vec_destroy(&ze[k]);
     rmaop_op_destroy(&A[k]);
   }
-  rmaop_vec_destroy(&x);
 }
 END_TEST
 

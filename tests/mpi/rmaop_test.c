@@ -102,6 +102,15 @@ rmaop_ctx rt_ctx(void) {
   return ctx;
 }
 
+rmaop_ctx rt_host_ctx(void) {
+  rmaop_ctx_options o;
+  rmaop_ctx_options_init(&o);
+  o.memory = "host", o.backend = "twosided", o.rma.transport = "auto", o.rma.ipc_path = "auto";
+  rmaop_ctx ctx = NULL;
+  RT_OK(rmaop_ctx_create(MPI_COMM_WORLD, &o, &ctx));
+  return ctx;
+}
+
 double _Complex rt_value(int64_t i, int s) {
   double x = (double)i;
   return sin(0.1 * x + 0.7 * s) + I * cos(0.3 * x + 1.3 * s);

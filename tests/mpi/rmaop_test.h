@@ -21,6 +21,9 @@ int rt_main(int argc, char **argv, Suite *(*make_suite)(void));
 
 /* The context for the test, from the RMAOP_* environment (ctest sets it per entry). */
 rmaop_ctx rt_ctx(void);
+/* A host-memory context of the twosided backend whatever the environment (transport and ipc path auto): the
+ * reference that device paths are compared with bit for bit. */
+rmaop_ctx rt_host_ctx(void);
 /* 1 when the tests run on device memory (RMAOP_MEMORY=device): local arrays are GPU memory then. */
 int rt_device(void);
 /* Arms a watchdog: after @p seconds the process writes "@p what: a rank did not return within the watchdog's N s

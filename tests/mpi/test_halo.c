@@ -186,16 +186,21 @@ static int expects_corners(const hcase *c, const int *procs) {
   return n >= 2;
 }
 
-static void check_halo(const hcase *c, rmaop_dtype dt, const char *name) {
-  int procs[HMAX] = {0};
-  memcpy(procs, c->procs, sizeof procs);
-  MPI_Dims_create(rt_size, c->ndim, procs);
-  const box me = box_of(c, procs, rt_rank);
+static rmaop_halo_spec spec_of(const hcase *c, rmaop_dtype dt, const char *name) {
   rmaop_halo_spec spec = {.ndim = c->ndim, .dtype = dt, .label = name};
   memcpy(spec.dims, c->dims, sizeof spec.dims);
   memcpy(spec.procs, c->procs, sizeof spec.procs);
   memcpy(spec.lo, c->lo, sizeof spec.lo);
   memcpy(spec.hi, c->hi, sizeof spec.hi);
+  return spec;
+}
+
+static void check_halo(const hcase *c, rmaop_dtype dt, const char *name) {
+  int procs[HMAX] = {0};
+  memcpy(procs, c->procs, sizeof procs);
+  MPI_Dims_create(rt_size, c->ndim, procs);
+  const box me = box_of(c, procs, rt_rank);
+  const rmaop_halo_spec spec = spec_of(c, dt, name);
   rmaop_op A = NULL;
   RT_OK(rmaop_op_create_halo(ctx, &spec, &A));
   rmaop_op_info oi = {0};
@@ -299,6 +304,69 @@ START_TEST(test_halo_3d_4d) {
   }
   check_halo(&c4, RMAOP_F64, "halo 4-D");
   check_halo(&c4, RMAOP_C64, "halo 4-D");
+}
+END_TEST
+
+/* in and hin = the same values (series 1 forward, 2 adjoint, shifted by rank and round); out = A in (adjoint: A^H in)
+ * and hout = H hin must be bitwise equal. */
+static void same_way(rmaop_op A, rmaop_op H, int adjoint, rmaop_vec in, rmaop_vec hin, rmaop_vec out, rmaop_vec hout,
+                     int round, const char *name) {
+  rmaop_vec_info ii, oi;
+  RT_OK(rmaop_vec_get_info(hin, &ii));
+  RT_OK(rmaop_vec_get_info(hout, &oi));
+  const rmaop_dtype dt = ii.dtype;
+  void *ib = rt_alloc(dt, ii.local_n), *ob = rt_alloc(dt, oi.local_n);
+  for (int64_t i = 0; i < ii.local_n; ++i)
+    rt_store(dt, ib, i, rt_value(i + 1000 * rt_rank + round, 1 + adjoint));
+  RT_OK(rmaop_vec_write_local(in, ib));
+  RT_OK(rmaop_vec_write_local(hin, ib));
+  RT_OK(adjoint ? rmaop_op_apply_adjoint(A, in, out) : rmaop_op_apply(A, in, out));
+  RT_OK(adjoint ? rmaop_op_apply_adjoint(H, hin, hout) : rmaop_op_apply(H, hin, hout));
+  RT_OK(rmaop_vec_read_local(hout, ob));
+  RT_CHECK(same_as(out, ob, dt, oi.local_n), "%s %s round %d: %s differs from the host plans'", name,
+           rmaop_dtype_name(dt), round, adjoint ? "adjoint" : "forward");
+  free(ib);
+  free(ob);
+}
+
+/* The operator of the test's context (on device memory over ipc with RMAOP_HALO=kernel: the exchange by kernel puts)
+ * against the same on a host context of the twosided backend (plans): bitwise the same forward and adjoint, three
+ * rounds each way (both window halves, twice). */
+static void halo_same_bits(rmaop_ctx hctx, const hcase *c, rmaop_dtype dt, const char *name) {
+  const rmaop_halo_spec spec = spec_of(c, dt, name);
+  rmaop_op A = NULL, H = NULL;
+  RT_OK(rmaop_op_create_halo(ctx, &spec, &A));
+  RT_OK(rmaop_op_create_halo(hctx, &spec, &H));
+  rmaop_op_info oi = {0}, hi = {0};
+  RT_OK(rmaop_op_get_info(A, &oi));
+  RT_OK(rmaop_op_get_info(H, &hi));
+  rmaop_vec x = NULL, y = NULL, hx = NULL, hy = NULL;
+  RT_OK(rmaop_vec_create(oi.model, dt, &x));
+  RT_OK(rmaop_vec_create(oi.data, dt, &y));
+  RT_OK(rmaop_vec_create(hi.model, dt, &hx));
+  RT_OK(rmaop_vec_create(hi.data, dt, &hy));
+  for (int round = 0; round < 3; ++round) {
+    same_way(A, H, 0, x, hx, y, hy, round, name);
+    same_way(A, H, 1, y, hy, x, hx, round, name);
+  }
+  rmaop_vec_destroy(&x), rmaop_vec_destroy(&y), rmaop_vec_destroy(&hx), rmaop_vec_destroy(&hy);
+  rmaop_op_destroy(&A), rmaop_op_destroy(&H);
+}
+
+START_TEST(test_halo_same_bits) {
+  rmaop_ctx hctx = rt_host_ctx();
+  const int P = rt_size;
+  const hcase c1 = {.ndim = 1, .dims = {13}, .lo = {2}, .hi = {1}};
+  const hcase c2 = {.ndim = 2, .dims = {9, 10}, .lo = {1, 2}, .hi = {2, 1}};
+  const hcase c3 = {
+      .ndim = 3, .dims = {6, 5, 7}, .procs = {P % 2 ? 1 : 2, 1, P % 2 ? P : P / 2}, .lo = {1, 1, 2}, .hi = {1, 2, 1}};
+  const hcase c4 = {.ndim = 4, .dims = {3, 4, 3, 5}, .lo = {1, 1, 0, 1}, .hi = {0, 1, 1, 0}};
+  for (int t = 0; t < 4; ++t)
+    halo_same_bits(hctx, &c2, rt_dtypes[t], "halo 2-D");
+  halo_same_bits(hctx, &c1, RMAOP_F64, "halo 1-D");
+  halo_same_bits(hctx, &c3, RMAOP_C128, "halo 3-D");
+  halo_same_bits(hctx, &c4, RMAOP_F32, "halo 4-D");
+  rmaop_ctx_destroy(&hctx);
 }
 END_TEST
 
@@ -582,6 +650,7 @@ static Suite *make_suite(void) {
   tcase_add_test(th, test_halo_1d);
   tcase_add_test(th, test_halo_2d);
   tcase_add_test(th, test_halo_3d_4d);
+  tcase_add_test(th, test_halo_same_bits);
   suite_add_tcase(s, th);
   TCase *tg = tcase_create("gradient");
   tcase_set_timeout(tg, 120);

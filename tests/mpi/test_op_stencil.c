@@ -199,11 +199,7 @@ static void lap_same_bits(rmaop_ctx hctx, const lap_cfg *c, int split, rmaop_dty
 }
 
 START_TEST(test_laplacian_same_bits) {
-  rmaop_ctx_options o;
-  rmaop_ctx_options_init(&o);
-  o.memory = "host", o.backend = "twosided", o.rma.transport = "auto", o.rma.ipc_path = "auto"; /* not the env's ipc */
-  rmaop_ctx hctx = NULL;
-  RT_OK(rmaop_ctx_create(MPI_COMM_WORLD, &o, &hctx));
+  rmaop_ctx hctx = rt_host_ctx();
   const lap_cfg c_default = lap_case(LAP_DEFAULT), c_default3 = lap_case(LAP_DEFAULT3),
                 c_weighted = lap_case(LAP_WEIGHTED), c_three = lap_case(LAP_THREE);
   const lap_cfg wide = {.shape = {2, {23, 300}}, .naxes = 0, .edge = 1, .kind = RMAOP_DERIV_CENTERED3};
