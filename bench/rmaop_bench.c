@@ -60,7 +60,7 @@ typedef struct {
   bench_problem prob;
   rmaop_vec x;
   double *history;
-  int graph; /* the solver replayed its iterations from a CUDA graph (RMAOP_SOLVER_SCALARS=graph) */
+  int graph; /* info.graph: 1, iterations replayed from CUDA graphs; 2, the solve as one graph (WHILE node) */
   int iterations;
   double *t_iter, *comm_share; /* per repeat */
   double *t_start;             /* when each timed repeat started, seconds after MPI_Init */
@@ -637,7 +637,7 @@ int main(int argc, char **argv) {
       else if (on_device)
         printf(" %12.3f %12s %11s", 1e-6 * p->bytes_iter, "-", "-");
       if (trace_sync) printf(" %14.2f %15.2f", 1e6 * median(p->sync_comm, repeat), 1e6 * median(p->sync_comm_mean, repeat));
-      printf("%s\n", p->graph ? "  (CUDA graph per iteration)" : "");
+      printf("%s\n", p->graph == 2 ? "  (one CUDA graph, WHILE node)" : p->graph ? "  (CUDA graph per iteration)" : "");
     }
     if (json) write_json(json, problem, solver_list, n, niter, P, paths, np, repeat, memory, bw, skipped, nskipped);
   }

@@ -49,8 +49,9 @@ typedef struct {
   double time_total;  /**< seconds in the solver */
   double time_comm;   /**< of which in plan executions and reductions (begin to end, from the trace clock) */
   int graph;          /**< 1: the iterations were replayed from a CUDA graph (CG, CGLS, RMAOP_SOLVER_SCALARS=graph, on a
-                           path that can capture: rmaop_ctx_get_stream); the trace then holds the captured iteration
-                           once, and time_comm only its capture */
+                           path that can capture: rmaop_ctx_get_stream); 2: the whole solve ran as one CUDA graph with a
+                           conditional WHILE node (CG, CGLS, RMAOP_SOLVER_SCALARS=while, no callback); the trace then
+                           holds the captured iteration once, and time_comm only its capture */
   double kold;        /**< CG and CGLS: the last squared residual of the recurrence, the quantity tol is compared with
                            (CG: r.r; CGLS: ||A^H s - damp^2 x||^2, PyLops-MPI's r1norm); other solvers 0 */
 } rmaop_solver_info;

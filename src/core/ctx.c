@@ -19,7 +19,8 @@
 #endif
 
 static const char *const trace_names[] = {"0", "1", "sync", NULL}; /* = RMAOP_TRACE_OFF, _ON, _SYNCED */
-static const char *const scalars_names[] = {"auto", "host", "device", "graph", "resident", NULL}; /* = RMAOP__SCALARS_* */
+static const char *const scalars_names[] = {"auto",     "host",  "device", "graph",
+                                            "resident", "while", NULL}; /* = RMAOP__SCALARS_* */
 static const char *const halo_names[] = {"auto", "plan", "kernel", NULL};                         /* = RMAOP__HALO_* */
 
 void rmaop_ctx_options_init(rmaop_ctx_options *opts) {

@@ -17,7 +17,14 @@ struct rmaop_backend;
 /* Built-in backends at most (src/core/backend.c's registry). */
 #define RMAOP__MAX_BACKENDS 4
 
-enum { RMAOP__SCALARS_AUTO, RMAOP__SCALARS_HOST, RMAOP__SCALARS_DEVICE, RMAOP__SCALARS_GRAPH, RMAOP__SCALARS_RESIDENT };
+enum {
+  RMAOP__SCALARS_AUTO,
+  RMAOP__SCALARS_HOST,
+  RMAOP__SCALARS_DEVICE,
+  RMAOP__SCALARS_GRAPH,
+  RMAOP__SCALARS_RESIDENT,
+  RMAOP__SCALARS_WHILE
+};
 enum { RMAOP__HALO_AUTO, RMAOP__HALO_PLAN, RMAOP__HALO_KERNEL }; /* RMAOP_HALO */
 
 /* Whether an object with a `memory` field (a context, a vector) lives on the GPU; a constant 0 without CUDA

@@ -711,6 +711,75 @@ extern "C" rmaop_status rmaop__dev_capture_end(rmaop_ctx ctx, int keep, void **e
   return RMAOP_OK;
 }
 
+extern "C" rmaop_status rmaop__dev_while_begin(rmaop_ctx ctx, void **graph, uint64_t *cond) {
+  cudaGraph_t g = NULL;
+  *graph = NULL;
+  RMAOP_CHECK_CUDA(ctx, cudaGraphCreate(&g, 0));
+  cudaGraphConditionalHandle h = 0;
+  cudaGraphNodeParams p = {};
+  cudaGraphNode_t node = NULL;
+  cudaError_t e = cudaGraphConditionalHandleCreate(&h, g, 1, cudaGraphCondAssignDefault);
+  if (e == cudaSuccess) {
+    p.type = cudaGraphNodeTypeConditional;
+    p.conditional.handle = h;
+    p.conditional.type = cudaGraphCondTypeWhile;
+    p.conditional.size = 1;
+    e = cudaGraphAddNode(&node, g, NULL, NULL, 0, &p);
+  }
+  if (e == cudaSuccess)
+    e = cudaStreamBeginCaptureToGraph(STREAM(ctx), p.conditional.phGraph_out[0], NULL, NULL, 0,
+                                      cudaStreamCaptureModeThreadLocal);
+  if (e != cudaSuccess) {
+    cudaGraphDestroy(g);
+    return RMAOP_ERROR(ctx, RMAOP_ERR_CUDA, "a CUDA graph with a conditional WHILE node (CUDA 12.4+): %s (%s)",
+                       cudaGetErrorString(e), cudaGetErrorName(e));
+  }
+  *graph = g, *cond = (uint64_t)h;
+  return RMAOP_OK;
+}
+
+extern "C" rmaop_status rmaop__dev_while_end(rmaop_ctx ctx, void *graph, int keep, void **exec) {
+  cudaGraph_t body = NULL, g = (cudaGraph_t)graph;
+  size_t nodes = 0;
+  *exec = NULL;
+  cudaError_t e = cudaStreamEndCapture(STREAM(ctx), &body); /* the node's own body: not destroyed here */
+  if (e == cudaSuccess && body)
+    e = cudaGraphGetNodes(body, NULL, &nodes);
+  if (e == cudaSuccess && keep && nodes > 0) {
+    cudaGraphExec_t x = NULL;
+    e = cudaGraphInstantiate(&x, g, 0);
+    if (e == cudaSuccess)
+      *exec = x;
+  }
+  cudaGraphDestroy(g);
+  if (e != cudaSuccess)
+    return RMAOP_ERROR(ctx, RMAOP_ERR_CUDA, "capturing a CUDA graph's WHILE body on the context's stream: %s (%s)",
+                       cudaGetErrorString(e), cudaGetErrorName(e));
+  return RMAOP_OK;
+}
+
+__global__ void k_cg_while_stop(cudaGraphConditionalHandle cond, const double *st, int slot, double tol, int niter,
+                                double *w) {
+  if (st[RMAOP__CG_BREAKDOWN] != 0.0) {
+    w[1] = 1.0;
+    cudaGraphSetConditional(cond, 0);
+    return;
+  }
+  const int k = (int)w[0];
+  const double kold = st[RMAOP__CG_KOLD];
+  w[2 + 2 * k] = st[slot];
+  w[3 + 2 * k] = kold;
+  w[0] = k + 1;
+  cudaGraphSetConditional(cond, k + 1 < niter && kold > tol ? 1u : 0u);
+}
+
+extern "C" rmaop_status rmaop__dev_cg_while_stop(rmaop_ctx ctx, uint64_t cond, const double *st, int slot, double tol,
+                                                 int niter, double *w) {
+  k_cg_while_stop<<<1, 1, 0, STREAM(ctx)>>>((cudaGraphConditionalHandle)cond, st, slot, tol, niter, w);
+  RMAOP_CHECK_LAUNCH(ctx);
+  return RMAOP_OK;
+}
+
 extern "C" rmaop_status rmaop__dev_graph_launch(rmaop_ctx ctx, void *exec, const char *what, int part) {
   if (!exec) return RMAOP_OK; /* an empty capture: nothing to replay */
   const cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)exec, STREAM(ctx));

@@ -175,6 +175,17 @@ rmaop_status rmaop__dev_capture_end(rmaop_ctx ctx, int keep, void **exec);
 rmaop_status rmaop__dev_graph_launch(rmaop_ctx ctx, void *exec, const char *what, int part);
 void rmaop__dev_graph_free(void *exec);
 rmaop_status rmaop__dev_fetch_wait(rmaop_ctx ctx, const char *what);
+/* A CUDA graph of one conditional WHILE node (CUDA 12.4+), its body captured from the context's stream between
+ * while_begin and while_end (capture mode: this thread only); the body's last kernel decides, through *cond, whether
+ * it runs again (the value starts at 1 at every launch). while_end always ends the capture: *exec as capture_end's. */
+rmaop_status rmaop__dev_while_begin(rmaop_ctx ctx, void **graph, uint64_t *cond);
+rmaop_status rmaop__dev_while_end(rmaop_ctx ctx, void *graph, int keep, void **exec);
+/* CG's and CGLS's stop test inside a WHILE body (RMAOP_SOLVER_SCALARS=while), after an iteration's scalars st
+ * (RMAOP__CG_* slots): breakdown: w[1] = 1, stop; otherwise iteration k = w[0] is recorded (w[2 + 2k] = st[slot],
+ * the square of its history entry; w[3 + 2k] = kold), w[0] = k + 1, and the body runs again while k + 1 < niter and
+ * kold > tol (the host loop's test). */
+rmaop_status rmaop__dev_cg_while_stop(rmaop_ctx ctx, uint64_t cond, const double *st, int slot, double tol, int niter,
+                                      double *w);
 /* out[i] = slots[0 * count + i] op slots[1 * count + i] op ... in rank order (device memory, enqueued). */
 rmaop_status rmaop__dev_reduce_slots(rmaop_ctx ctx, const double *slots, int P, int64_t count, rmaop_redop op,
                                      double *out);

@@ -123,6 +123,22 @@ rmaop_status rmaop__dev_graph_launch(rmaop_ctx ctx, void *exec, const char *what
   return NO_CUDA(ctx);
 }
 
+rmaop_status rmaop__dev_while_begin(rmaop_ctx ctx, void **graph, uint64_t *cond) {
+  *graph = NULL;
+  return NO_CUDA(ctx);
+}
+
+rmaop_status rmaop__dev_while_end(rmaop_ctx ctx, void *graph, int keep, void **exec) {
+  if (exec)
+    *exec = NULL;
+  return NO_CUDA(ctx);
+}
+
+rmaop_status rmaop__dev_cg_while_stop(rmaop_ctx ctx, uint64_t cond, const double *st, int slot, double tol, int niter,
+                                      double *w) {
+  return NO_CUDA(ctx);
+}
+
 rmaop_status rmaop__dev_reduce_slots(rmaop_ctx ctx, const double *slots, int P, int64_t count, rmaop_redop op,
                                      double *out) {
   return NO_CUDA(ctx);

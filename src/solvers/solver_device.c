@@ -42,10 +42,12 @@ struct dev_solver {
   rmaop_status (*loop)(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info);
 };
 
-/* Whether the loop replays CUDA graphs: graph, and resident (which reaches these loops for the solvers its kernel
- * does not run). */
+/* Whether the loop replays CUDA graphs: graph, resident (which reaches these loops for the solvers its kernel does
+ * not run) and while (CG and CGLS without a callback: one graph for the whole solve; the others replay per
+ * iteration). */
 static int replays(rmaop_ctx ctx) {
-  return ctx->solver_scalars == RMAOP__SCALARS_GRAPH || ctx->solver_scalars == RMAOP__SCALARS_RESIDENT;
+  return ctx->solver_scalars == RMAOP__SCALARS_GRAPH || ctx->solver_scalars == RMAOP__SCALARS_RESIDENT ||
+         ctx->solver_scalars == RMAOP__SCALARS_WHILE;
 }
 
 static rmaop_status axpby_s(rmaop_vec y, rmaop_vec x, const double *sc, int ia, double sa, int ib, double b) {
@@ -53,8 +55,10 @@ static rmaop_status axpby_s(rmaop_vec y, rmaop_vec x, const double *sc, int ia, 
 }
 
 /* The end of part 0: the scalars to the host (with the event the host waits for, unless `graph`: a replayed
- * graph holds the copy, and the event goes behind the launch). */
+ * graph holds the copy, and the event goes behind the launch; graph 2, a WHILE body: nothing). */
 static rmaop_status fetch_scalars(const dev_solver *v, int graph) {
+  if (graph == 2)
+    return RMAOP_OK; /* a WHILE body: its stop kernel keeps what the host reads */
   if (graph) return rmaop__dev_copy(v->A->ctx, v->h, v->d + 8, RMAOP__CG_NSLOTS * sizeof(double));
   return rmaop__dev_fetch_begin(v->A->ctx, v->h, v->d + 8, RMAOP__CG_NSLOTS);
 }
@@ -104,12 +108,14 @@ static rmaop_status cg_part(const dev_solver *v, int graph, int part) {
  * without graphs (*captured 0); a refusal after a plan was captured is an error. Collective. *captured is the
  * same on every rank; a part of a rank with nothing to do in it (no rows: an empty rank's part 1) captured
  * no nodes, and its exec[] is NULL. */
+static rmaop_status capture_agreed(const dev_solver *v, rmaop_status st, uint64_t plans_before, const char *why,
+                                   void *exec[2], int *captured);
+
 static rmaop_status dev_capture(const dev_solver *v, void *exec[2], int *captured) {
   rmaop_ctx ctx = v->A->ctx;
   const uint64_t plans_before = ctx->captured_plans;
   rmaop_status st = RMAOP_OK;
   char why[sizeof ctx->last_error] = "";
-  *captured = 0;
   for (int part = 0; part < v->nparts && st == RMAOP_OK; ++part) {
     RMAOP_CHECK(rmaop__dev_capture_begin(ctx));
     st = v->part(v, 1, part);
@@ -117,6 +123,15 @@ static rmaop_status dev_capture(const dev_solver *v, void *exec[2], int *capture
     const rmaop_status end = rmaop__dev_capture_end(ctx, st == RMAOP_OK, &exec[part]);
     if (st == RMAOP_OK) st = end;
   }
+  return capture_agreed(v, st, plans_before, why, exec, captured);
+}
+
+/* After a capture that ended with st: every rank goes on with its graphs (*captured 1), or every rank refused before
+ * capturing a plan and goes on without (*captured 0, exec[] NULL), or an error everywhere. Collective. */
+static rmaop_status capture_agreed(const dev_solver *v, rmaop_status st, uint64_t plans_before, const char *why,
+                                   void *exec[2], int *captured) {
+  rmaop_ctx ctx = v->A->ctx;
+  *captured = 0;
   const int refused = st == RMAOP_ERR_UNSUPPORTED && ctx->captured_plans == plans_before;
   int all_refused = 0;
   RMAOP_CHECK(rmaop__allreduce_bounded(ctx, &refused, &all_refused, 1, MPI_INT, MPI_MIN, "graph capture agreement"));
@@ -125,7 +140,7 @@ static rmaop_status dev_capture(const dev_solver *v, void *exec[2], int *capture
     exec[0] = exec[1] = NULL;
   }
   if (all_refused) {
-    memcpy(ctx->last_error, why, sizeof why); /* the loop goes on without graphs; the reason stays readable */
+    memcpy(ctx->last_error, why, sizeof ctx->last_error); /* the loop goes on without graphs; the reason stays */
     return RMAOP_OK;
   }
   if (refused) /* here no plan was captured, elsewhere one was: an error on every rank */
@@ -135,6 +150,60 @@ static rmaop_status dev_capture(const dev_solver *v, void *exec[2], int *capture
   RMAOP_CHECK(rmaop__agree(ctx, st, v->fn));
   *captured = 1;
   return RMAOP_OK;
+}
+
+/* RMAOP_SOLVER_SCALARS=while (CG and CGLS, no callback): the whole solve as one CUDA graph, a conditional WHILE node
+ * whose body is part 0, the stop test (rmaop__dev_cg_while_stop: it records the history and decides on the device)
+ * and part 1; one launch and one host wait. Part 1 also runs after the last iteration (its operator application is
+ * made in vain, as the host loop's after a tolerance stop); the ranks' bodies run the same number of times, since
+ * they test the same reduced values. *ran 0: every rank refused the capture, and the caller's loop runs instead. */
+static rmaop_status while_loop(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info, int *ran) {
+  rmaop_ctx ctx = v->A->ctx;
+  const size_t wn = 2 + 2 * (size_t)o->niter;
+  double *w = NULL, *hw = NULL;
+  void *exec[2] = {NULL, NULL}, *g = NULL;
+  uint64_t cond = 0;
+  *ran = 0;
+  rmaop_status st = rmaop__dev_malloc(ctx, wn * sizeof *w, "the WHILE graph's history", (void **)&w);
+  if (st == RMAOP_OK)
+    st = rmaop__malloc(ctx, wn * sizeof *hw, "the WHILE graph's history", (void **)&hw);
+  RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, v->fn), st, out);
+  const uint64_t plans_before = ctx->captured_plans;
+  char why[sizeof ctx->last_error] = "";
+  RMAOP_CHECK_GOTO(rmaop__dev_while_begin(ctx, &g, &cond), st, out);
+  st = v->part(v, 2, 0);
+  if (st == RMAOP_OK)
+    st = rmaop__dev_cg_while_stop(ctx, cond, v->d + 8, v->hist_slot, o->tol, o->niter, w);
+  if (st == RMAOP_OK)
+    st = v->part(v, 2, 1);
+  if (st != RMAOP_OK)
+    memcpy(why, ctx->last_error, sizeof why);
+  const rmaop_status end = rmaop__dev_while_end(ctx, g, st == RMAOP_OK, &exec[0]);
+  if (st == RMAOP_OK)
+    st = end;
+  RMAOP_CHECK_GOTO(capture_agreed(v, st, plans_before, why, exec, ran), st, out);
+  if (!*ran)
+    goto out;
+  info->graph = 2;
+  RMAOP_CHECK_GOTO(rmaop__dev_set(ctx, RMAOP_F64, w, 2, 0.0, 0.0), st, out);
+  RMAOP_CHECK_GOTO(rmaop__dev_graph_launch(ctx, exec[0], v->fn, 0), st, out);
+  RMAOP_CHECK_GOTO(rmaop__dev_copy(ctx, hw, w, wn * sizeof *w), st, out);
+  RMAOP_CHECK_GOTO(rmaop__dev_sync(ctx), st, out);
+  double kold = v->h[RMAOP__CG_KOLD];
+  for (int k = 0; k < (int)hw[0]; ++k) {
+    kold = hw[3 + 2 * k];
+    RMAOP_CHECK_GOTO(after_iteration(o, info, sqrt(hw[2 + 2 * k]), v->x), st, out);
+  }
+  info->kold = kold;
+  if (hw[1] != 0.0)
+    info->reason = RMAOP_REASON_BREAKDOWN;
+  else if (kold <= o->tol)
+    info->reason = RMAOP_REASON_TOL;
+out:
+  rmaop__dev_graph_free(exec[0]);
+  rmaop__dev_free(w);
+  free(hw);
+  return st;
 }
 
 /* CG's and CGLS's loop, once v->h holds the start's scalars and part 1's first pass is enqueued (CG) or not
@@ -147,6 +216,12 @@ static rmaop_status dev_loop(const dev_solver *v, const rmaop_solver_options *o,
   double kold = v->h[RMAOP__CG_KOLD];
   info->history[0] = sqrt(v->h[v->hist_slot]);
   info->reason = RMAOP_REASON_NITER;
+  if (ctx->solver_scalars == RMAOP__SCALARS_WHILE && !o->callback && info->iterations < o->niter && kold > o->tol) {
+    int ran = 0;
+    RMAOP_CHECK(while_loop(v, o, info, &ran));
+    if (ran)
+      return RMAOP_OK;
+  }
   if (replays(ctx) && info->iterations < o->niter && kold > o->tol)
     RMAOP_CHECK_GOTO(dev_capture(v, exec, &captured), st, out);
   info->graph = captured;

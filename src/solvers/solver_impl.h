@@ -79,14 +79,14 @@ static inline rmaop_status after_iteration(const rmaop_solver_options *o, rmaop_
   return o->callback ? o->callback(o->user, info->iterations, res, x) : RMAOP_OK;
 }
 
-/* Whether a solver on this context keeps its scalars on the device (RMAOP_SOLVER_SCALARS=device or graph, and
+/* Whether a solver on this context keeps its scalars on the device (RMAOP_SOLVER_SCALARS=device, graph or while, and
  * resident for the solvers the resident kernel does not run: they replay graphs): the loops of
  * src/solvers/solver_device.c. Never on a host context (nor in a build without CUDA). */
 static inline int solver_device_scalars(rmaop_op A, rmaop_vec x, rmaop_vec y) {
   const rmaop_ctx ctx = A->ctx;
   return RMAOP__ON_DEVICE(ctx) &&
          (ctx->solver_scalars == RMAOP__SCALARS_DEVICE || ctx->solver_scalars == RMAOP__SCALARS_GRAPH ||
-          ctx->solver_scalars == RMAOP__SCALARS_RESIDENT) &&
+          ctx->solver_scalars == RMAOP__SCALARS_RESIDENT || ctx->solver_scalars == RMAOP__SCALARS_WHILE) &&
          rmaop__vec_device_dots_ok(x) && rmaop__vec_device_dots_ok(y);
 }
 

@@ -233,7 +233,8 @@ static rmaop_status eligible(rmaop_op A, rmaop_vec x, const rmaop_solver_options
 }
 
 /* A solve the kernel cannot run: under RMAOP_SOLVER_SCALARS=auto none here (*ran = 0: the caller's host-scalar loop
- * runs it); under resident the device-scalar loops, replayed from CUDA graphs where the path can capture
+ * runs it); under resident the device-scalar loops as under `while` (one CUDA graph for the solve, the fastest of
+ * the graph forms measured, PERFORMANCE.md; with a callback a graph per iteration), where the path can capture
  * (solver_device.c falls back to eager device scalars where it cannot). */
 #define FALLBACK(ctx, ran, call)                                                                                       \
   do {                                                                                                                 \
@@ -242,7 +243,7 @@ static rmaop_status eligible(rmaop_op A, rmaop_vec x, const rmaop_solver_options
       *(ran) = 0;                                                                                                      \
       return RMAOP_OK;                                                                                                 \
     }                                                                                                                  \
-    (ctx)->solver_scalars = RMAOP__SCALARS_GRAPH;                                                                      \
+    (ctx)->solver_scalars = RMAOP__SCALARS_WHILE;                                                                      \
     const rmaop_status st_ = (call);                                                                                   \
     (ctx)->solver_scalars = saved_;                                                                                    \
     return st_;                                                                                                        \

@@ -336,8 +336,13 @@ int st_graph_expected(void) {
   return b && strcmp(b, "rma") == 0 && t && strcmp(t, "ipc") == 0 && k && strcmp(k, "kernel") == 0;
 }
 
+const char *st_scalars_name(int mode) {
+  static const char *const names[] = {"device", "graph", "resident", "while"};
+  return mode < 0 ? "host" : names[mode];
+}
+
 rmaop_ctx st_scalars_ctx(int mode) {
-  setenv("RMAOP_SOLVER_SCALARS", mode < 0 ? "host" : mode == 0 ? "device" : mode == 1 ? "graph" : "resident", 1);
+  setenv("RMAOP_SOLVER_SCALARS", st_scalars_name(mode), 1);
   rmaop_ctx c = rt_ctx();
   unsetenv("RMAOP_SOLVER_SCALARS");
   return c;

@@ -158,7 +158,9 @@ double _Complex *st_vec_global(rmaop_vec v, int64_t *n);
  * environment the test list sets, not from the library. */
 int st_graph_expected(void);
 /* Collective: a context whose solvers keep their scalars on the host (mode -1), on the device (0), in CUDA graphs
- * (1) or in the resident kernel (2). */
+ * (1), in the resident kernel (2) or in one CUDA graph with a WHILE node (3). */
 rmaop_ctx st_scalars_ctx(int mode);
+/* The RMAOP_SOLVER_SCALARS value of a mode of st_scalars_ctx. */
+const char *st_scalars_name(int mode);
 
 #endif /* RMAOP_SOLVER_TEST_UTIL_H */

@@ -308,12 +308,66 @@ START_TEST(test_bad_options) {
 }
 END_TEST
 
-/* RMAOP_SOLVER_SCALARS=device and =graph (CGLS's dots and step sizes on the device, eagerly or replayed from
- * CUDA graphs; on host memory the host loop runs): against the serial reference (niter, damping, x0, a
- * tolerance that stops it), and against RMAOP_SOLVER_SCALARS=host: the same iterations, reason, history and x. */
+/* The same solve (CGLS or CG; no callback: where RMAOP_SOLVER_SCALARS=while, the one-graph loop) on p[0], of a
+ * device-scalar context in `mode`, and p[1], of a host-scalar context: the same iterations, reason and history (to
+ * 1e-12), x to 1e-12 of its largest entry, and info.graph where graphs are expected; a tolerance > 0 must stop it. */
+static void same_as_host_scalars(st_problem p[2], rmaop_dtype d, int cgls, int niter, double tol, int mode,
+                                 const char *what) {
+  const int by_tol = tol > 0.0; /* the cases with a tolerance are chosen so that it stops the solve */
+  rmaop_solver_info info[2];
+  rmaop_vec x[2], y[2];
+  for (int c = 0; c < 2; ++c) {
+    rmaop_op_info oi;
+    RT_OK(rmaop_op_get_info(p[c].A, &oi));
+    y[c] = st_make_vec(oi.data, d, 3, 1.0, NULL);
+    x[c] = st_make_vec(oi.model, d, 5, 1.0, NULL);
+    rmaop_solver_options o;
+    rmaop_solver_options_init(&o);
+    o.niter = niter, o.damp = cgls ? 0.1 : 0.0, o.tol = tol;
+    memset(&info[c], 0, sizeof info[c]);
+    RT_OK(cgls ? rmaop_solve_cgls(p[c].A, y[c], x[c], &o, &info[c]) : rmaop_solve_cg(p[c].A, y[c], x[c], &o, &info[c]));
+  }
+  const char *dn = rmaop_dtype_name(d), *mn = st_scalars_name(mode);
+  RT_CHECK(!by_tol || (info[1].reason == RMAOP_REASON_TOL && info[1].iterations < niter),
+           "%s %s, %s: tol did not stop the solve (%d iterations)", dn, mn, what, info[1].iterations);
+  const int graph = mode && st_graph_expected() ? (mode == 3 ? 2 : 1) : 0; /* while: one graph, no callback here */
+  RT_CHECK(info[0].graph == graph && info[1].graph == 0,
+           "%s %s, %s: info.graph is %d (want %d) and %d with host scalars", dn, mn, what, info[0].graph, graph,
+           info[1].graph);
+  RT_CHECK(info[0].iterations == info[1].iterations && info[0].reason == info[1].reason,
+           "%s %s, %s: device scalars %d iterations (reason %d), host scalars %d (reason %d)", dn, mn, what,
+           info[0].iterations, (int)info[0].reason, info[1].iterations, (int)info[1].reason);
+  for (int i = 0; i <= info[0].iterations && i <= info[1].iterations; ++i)
+    RT_CHECK(fabs(info[0].history[i] - info[1].history[i]) <= 1e-12 * info[1].history[i],
+             "%s %s, %s: history[%d] %.17g (device scalars) vs %.17g (host)", dn, mn, what, i, info[0].history[i],
+             info[1].history[i]);
+  rmaop_vec_info vi;
+  RT_OK(rmaop_vec_get_info(x[0], &vi));
+  void *a = rt_alloc(d, vi.local_n), *b = rt_alloc(d, vi.local_n);
+  RT_OK(rmaop_vec_read_local(x[0], a));
+  RT_OK(rmaop_vec_read_local(x[1], b));
+  double big = 0, diff = 0;
+  for (int64_t i = 0; i < vi.local_n; ++i) {
+    big = fmax(big, cabs(rt_load(d, b, i)));
+    diff = fmax(diff, cabs(rt_load(d, a, i) - rt_load(d, b, i)));
+  }
+  RT_CHECK(diff <= 1e-12 * (big + 1e-300), "%s %s, %s: x differs by %.3g (largest |x| %.3g)", dn, mn, what, diff, big);
+  free(a), free(b);
+  for (int c = 0; c < 2; ++c) {
+    rmaop_solver_info_destroy(&info[c]);
+    rmaop_vec_destroy(&x[c]), rmaop_vec_destroy(&y[c]);
+  }
+}
+
+/* RMAOP_SOLVER_SCALARS=device, =graph and =while (CGLS's dots and step sizes on the device, eagerly, replayed from
+ * CUDA graphs per iteration, or the whole solve as one graph; on host memory the host loop runs): against the serial
+ * reference (niter, damping, x0, a tolerance that stops it; with a callback, so while replays per iteration), and
+ * against RMAOP_SOLVER_SCALARS=host without a callback: the same iterations, reason, history and x. */
 START_TEST(test_cgls_scalars_host_device) {
   rmaop_ctx hctx = st_scalars_ctx(-1);
-  for (int mode = 0; mode < 2; ++mode) {
+  const int modes[3] = {0, 1, 3};
+  for (int m = 0; m < 3; ++m) {
+    const int mode = modes[m];
     rmaop_ctx dctx = st_scalars_ctx(mode);
     const rmaop_dtype dts[2] = {RMAOP_F64, RMAOP_C128};
     for (int k = 0; k < 2; ++k) {
@@ -334,51 +388,10 @@ START_TEST(test_cgls_scalars_host_device) {
           solve(&p[0], d, (run_cfg){.cgls = 1, .niter = 10, .damp = 0.3, .with_x0 = 1});
           solve(&p[0], d, (run_cfg){.cgls = 1, .niter = 4, .zero_y = 1});
         }
-        rmaop_solver_info info[2];
-        rmaop_vec x[2], y[2];
-        for (int c = 0; c < 2; ++c) {
-          rmaop_op_info oi;
-          RT_OK(rmaop_op_get_info(p[c].A, &oi));
-          y[c] = st_make_vec(oi.data, d, 3, 1.0, NULL);
-          x[c] = st_make_vec(oi.model, d, 5, 1.0, NULL);
-          rmaop_solver_options o;
-          rmaop_solver_options_init(&o);
-          o.niter = stop_early ? 30 : 12, o.damp = 0.1, o.tol = stop_early ? 0.2 * k0 : 0.0;
-          memset(&info[c], 0, sizeof info[c]);
-          RT_OK(rmaop_solve_cgls(p[c].A, y[c], x[c], &o, &info[c]));
-        }
-        if (stop_early)
-          RT_CHECK(info[0].reason == RMAOP_REASON_TOL && info[0].iterations < 30, "%s: tol did not stop CGLS (%d its)",
-                   rmaop_dtype_name(d), info[0].iterations);
-        const char *what = mode ? (stop_early ? "graph, with tol" : "graph, niter") : stop_early ? "with tol" : "niter";
-        RT_CHECK(info[0].graph == (mode && st_graph_expected()) && info[1].graph == 0,
-                 "%s %s: info.graph is %d (want %d) and %d with host scalars", rmaop_dtype_name(d), what, info[0].graph,
-                 mode && st_graph_expected(), info[1].graph);
-        RT_CHECK(info[0].iterations == info[1].iterations && info[0].reason == info[1].reason,
-                 "%s %s: device scalars %d iterations (reason %d), host scalars %d (reason %d)", rmaop_dtype_name(d),
-                 what, info[0].iterations, (int)info[0].reason, info[1].iterations, (int)info[1].reason);
-        for (int i = 0; i <= info[0].iterations && i <= info[1].iterations; ++i)
-          RT_CHECK(fabs(info[0].history[i] - info[1].history[i]) <= 1e-12 * info[1].history[i],
-                   "%s %s: history[%d] %.17g (device scalars) vs %.17g (host)", rmaop_dtype_name(d), what, i,
-                   info[0].history[i], info[1].history[i]);
-        rmaop_vec_info vi;
-        RT_OK(rmaop_vec_get_info(x[0], &vi));
-        void *a = rt_alloc(d, vi.local_n), *b = rt_alloc(d, vi.local_n);
-        RT_OK(rmaop_vec_read_local(x[0], a));
-        RT_OK(rmaop_vec_read_local(x[1], b));
-        double big = 0, diff = 0;
-        for (int64_t i = 0; i < vi.local_n; ++i) {
-          big = fmax(big, cabs(rt_load(d, b, i)));
-          diff = fmax(diff, cabs(rt_load(d, a, i) - rt_load(d, b, i)));
-        }
-        RT_CHECK(diff <= 1e-12 * (big + 1e-300), "%s %s: x differs by %.3g (largest |x| %.3g)", rmaop_dtype_name(d),
-                 what, diff, big);
-        free(a), free(b);
-        for (int c = 0; c < 2; ++c) {
-          rmaop_solver_info_destroy(&info[c]);
-          rmaop_vec_destroy(&x[c]), rmaop_vec_destroy(&y[c]);
+        same_as_host_scalars(p, d, 1, stop_early ? 30 : 12, stop_early ? 0.2 * k0 : 0.0, mode,
+                             stop_early ? "with tol" : "niter");
+        for (int c = 0; c < 2; ++c)
           st_problem_free(&p[c]);
-        }
       }
     }
     rmaop_ctx_destroy(&dctx);
@@ -387,10 +400,14 @@ START_TEST(test_cgls_scalars_host_device) {
 }
 END_TEST
 
-/* CG with device scalars (eager, and replayed from CUDA graphs): test_cg's and test_cg_stopping's cases against
- * the serial reference on contexts with RMAOP_SOLVER_SCALARS=device and =graph, and info.graph. */
+/* CG with device scalars (eager, replayed from CUDA graphs, one graph for the solve): test_cg's and
+ * test_cg_stopping's cases against the serial reference on contexts with RMAOP_SOLVER_SCALARS=device, =graph and
+ * =while (with a callback: while replays per iteration), info.graph, and without a callback against host scalars. */
 START_TEST(test_cg_device_scalars) {
-  for (int mode = 0; mode < 2; ++mode) {
+  rmaop_ctx hctx = st_scalars_ctx(-1);
+  const int modes[3] = {0, 1, 3};
+  for (int m = 0; m < 3; ++m) {
+    const int mode = modes[m];
     rmaop_ctx dctx = st_scalars_ctx(mode);
     const rmaop_dtype dts[2] = {RMAOP_F64, RMAOP_C128};
     for (int k = 0; k < 2; ++k) {
@@ -407,23 +424,15 @@ START_TEST(test_cg_device_scalars) {
       free(ref.x);
       solve(&p, d, (run_cfg){.niter = 8, .tol = 1e30});
       solve(&p, d, (run_cfg){.niter = 5, .zero_y = 1});
-      rmaop_op_info oi;
-      RT_OK(rmaop_op_get_info(p.A, &oi));
-      rmaop_vec y = st_make_vec(oi.data, d, 3, 1.0, NULL), x = st_make_vec(oi.model, d, 5, 1.0, NULL);
-      rmaop_solver_options o;
-      rmaop_solver_options_init(&o);
-      o.niter = 4;
-      rmaop_solver_info info;
-      memset(&info, 0, sizeof info);
-      RT_OK(rmaop_solve_cg(p.A, y, x, &o, &info));
-      RT_CHECK(info.graph == (mode && st_graph_expected()), "%s CG, scalars %s: info.graph is %d", rmaop_dtype_name(d),
-               mode ? "graph" : "device", info.graph);
-      rmaop_solver_info_destroy(&info);
-      rmaop_vec_destroy(&x), rmaop_vec_destroy(&y);
+      st_problem pp[2] = {p, st_make_spd(hctx, d)};
+      same_as_host_scalars(pp, d, 0, 8, 0.0, mode, "niter");
+      same_as_host_scalars(pp, d, 0, 8, tol, mode, "with tol");
+      st_problem_free(&pp[1]);
       st_problem_free(&p);
     }
     rmaop_ctx_destroy(&dctx);
   }
+  rmaop_ctx_destroy(&hctx);
 }
 END_TEST
 

@@ -449,14 +449,14 @@ static void scalars_vs_host(const st_problem p[2], rmaop_dtype d, const run_cfg 
     rmaop_solver_info_destroy(&info[c]), st_solve_vecs_free(&v[c]);
 }
 
-/* RMAOP_SOLVER_SCALARS=device, =graph and =resident (pipelined CG's scalars and its fused update on the device,
- * eagerly or replayed from CUDA graphs; resident replays graphs; on host memory the host loop runs): against the
- * reference with a callback (the host then reads each iteration before it enqueues the next), and without one against
- * host scalars, with a tolerance that stops the solve (the iteration enqueued ahead of the stop must change nothing),
- * residual replacement, niter 0, y = 0 and x0. */
+/* RMAOP_SOLVER_SCALARS=device, =graph, =resident and =while (pipelined CG's scalars and its fused update on the
+ * device, eagerly or replayed from CUDA graphs; resident and while replay graphs; on host memory the host loop runs):
+ * against the reference with a callback (the host then reads each iteration before it enqueues the next), and without
+ * one against host scalars, with a tolerance that stops the solve (the iteration enqueued ahead of the stop must change
+ * nothing), residual replacement, niter 0, y = 0 and x0. */
 START_TEST(test_pipecg_device_scalars) {
   rmaop_ctx hctx = st_scalars_ctx(-1);
-  for (int mode = 0; mode < 3; ++mode) {
+  for (int mode = 0; mode < 4; ++mode) {
     rmaop_ctx dctx = st_scalars_ctx(mode);
     for (int k = 0; k < 3; ++k) {
       const rmaop_dtype d = all_dtypes[k];
@@ -470,7 +470,7 @@ START_TEST(test_pipecg_device_scalars) {
       solve(&p[0], d, (run_cfg){.solver = PIPECG, .niter = 0, .with_x0 = 1});
       solve(&p[0], d, (run_cfg){.solver = PIPECG, .niter = 5, .zero_y = 1});
       if (d == RMAOP_F64 || d == RMAOP_C128) {
-        const char *m = mode == 0 ? "device" : mode == 1 ? "graph" : "resident";
+        const char *m = st_scalars_name(mode);
         char what[64];
         snprintf(what, sizeof what, "%s, niter", m);
         scalars_vs_host(p, d, &(run_cfg){.solver = PIPECG, .niter = 7}, mode, what);
@@ -487,15 +487,16 @@ START_TEST(test_pipecg_device_scalars) {
 }
 END_TEST
 
-/* RMAOP_SOLVER_SCALARS=device, =graph and =resident for LSQR (its scalar recurrences on the device, the host's code):
+/* RMAOP_SOLVER_SCALARS=device, =graph, =resident and =while for LSQR (its scalar recurrences on the device, the host's
+ * code; resident and while replay graphs):
  * against the reference with a callback, and without one against host scalars, on stops by count, by atol/btol and by
  * conlim (the iteration enqueued ahead of a stop must change nothing), with damping and x0, y = 0 (no iteration)
  * and niter 0. */
 START_TEST(test_lsqr_device_scalars) {
   rmaop_ctx hctx = st_scalars_ctx(-1);
-  for (int mode = 0; mode < 3; ++mode) {
+  for (int mode = 0; mode < 4; ++mode) {
     rmaop_ctx dctx = st_scalars_ctx(mode);
-    const char *m = mode == 0 ? "device" : mode == 1 ? "graph" : "resident";
+    const char *m = st_scalars_name(mode);
     char what[64];
     for (int k = 0; k < 3; ++k) {
       const rmaop_dtype d = all_dtypes[k];
