@@ -186,6 +186,9 @@ rmaop_status rmaop__dev_while_end(rmaop_ctx ctx, void *graph, int keep, void **e
  * kold > tol (the host loop's test). */
 rmaop_status rmaop__dev_cg_while_stop(rmaop_ctx ctx, uint64_t cond, const double *st, int slot, double tol, int niter,
                                       double *w);
+/* LSQR's (src/solvers/lsqr_scalars.h slots): breakdown: w[1] = 1, stop; otherwise iteration k = w[0] is recorded
+ * (w[2 + 2k] = r1norm, w[3 + 2k] = istop), w[0] = k + 1, and the body runs again while k + 1 < n and istop is 0. */
+rmaop_status rmaop__dev_lsqr_while_stop(rmaop_ctx ctx, uint64_t cond, const double *st, int n, double *w);
 /* out[i] = slots[0 * count + i] op slots[1 * count + i] op ... in rank order (device memory, enqueued). */
 rmaop_status rmaop__dev_reduce_slots(rmaop_ctx ctx, const double *slots, int P, int64_t count, rmaop_redop op,
                                      double *out);

@@ -40,6 +40,11 @@ struct dev_solver {
   int fetch_at, lead;
   /* the iterations once the start's scalars are on the host: info's history, iterations and reason */
   rmaop_status (*loop)(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info);
+  /* one graph for the solve (while_loop): the WHILE body's work (its stop kernel sets cond and records each
+   * iteration in w), the number of iterations it may run, and the host's reading of w after the launch */
+  rmaop_status (*while_body)(const dev_solver *v, const rmaop_solver_options *o, uint64_t cond, double *w);
+  rmaop_status (*while_read)(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info,
+                             const double *w);
 };
 
 /* Whether the loop replays CUDA graphs: graph, resident (which reaches these loops for the solvers its kernel does
@@ -152,14 +157,22 @@ static rmaop_status capture_agreed(const dev_solver *v, rmaop_status st, uint64_
   return RMAOP_OK;
 }
 
-/* RMAOP_SOLVER_SCALARS=while (CG and CGLS, no callback): the whole solve as one CUDA graph, a conditional WHILE node
- * whose body is part 0, the stop test (rmaop__dev_cg_while_stop: it records the history and decides on the device)
- * and part 1; one launch and one host wait. Part 1 also runs after the last iteration (its operator application is
- * made in vain, as the host loop's after a tolerance stop); the ranks' bodies run the same number of times, since
- * they test the same reduced values. *ran 0: every rank refused the capture, and the caller's loop runs instead. */
-static rmaop_status while_loop(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info, int *ran) {
+/* Whether a loop runs as one CUDA graph (RMAOP_SOLVER_SCALARS=while, and resident for the solves its kernel does not
+ * run): CG, CGLS and LSQR without a callback, which must see every iteration. */
+static int one_graph(rmaop_ctx ctx, const rmaop_solver_options *o) {
+  return (ctx->solver_scalars == RMAOP__SCALARS_WHILE || ctx->solver_scalars == RMAOP__SCALARS_RESIDENT) &&
+         !o->callback;
+}
+
+/* One graph for the solve: a conditional WHILE node whose body is v->while_body (the iteration and a one-thread stop
+ * kernel that records it in w and decides, on the host loop's test, whether the body runs again: see
+ * rmaop__dev_cg_while_stop); one launch and one host wait, then v->while_read takes the recorded iterations. Every
+ * rank's body runs the same number of times, since the stop tests reduced values. At most n iterations. *ran 0:
+ * every rank refused the capture, and the caller's loop runs instead. Collective. */
+static rmaop_status while_loop(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info, int n,
+                               int *ran) {
   rmaop_ctx ctx = v->A->ctx;
-  const size_t wn = 2 + 2 * (size_t)o->niter;
+  const size_t wn = 2 + 2 * (size_t)n;
   double *w = NULL, *hw = NULL;
   void *exec[2] = {NULL, NULL}, *g = NULL;
   uint64_t cond = 0;
@@ -171,11 +184,7 @@ static rmaop_status while_loop(const dev_solver *v, const rmaop_solver_options *
   const uint64_t plans_before = ctx->captured_plans;
   char why[sizeof ctx->last_error] = "";
   RMAOP_CHECK_GOTO(rmaop__dev_while_begin(ctx, &g, &cond), st, out);
-  st = v->part(v, 2, 0);
-  if (st == RMAOP_OK)
-    st = rmaop__dev_cg_while_stop(ctx, cond, v->d + 8, v->hist_slot, o->tol, o->niter, w);
-  if (st == RMAOP_OK)
-    st = v->part(v, 2, 1);
+  st = v->while_body(v, o, cond, w);
   if (st != RMAOP_OK)
     memcpy(why, ctx->last_error, sizeof why);
   const rmaop_status end = rmaop__dev_while_end(ctx, g, st == RMAOP_OK, &exec[0]);
@@ -189,21 +198,35 @@ static rmaop_status while_loop(const dev_solver *v, const rmaop_solver_options *
   RMAOP_CHECK_GOTO(rmaop__dev_graph_launch(ctx, exec[0], v->fn, 0), st, out);
   RMAOP_CHECK_GOTO(rmaop__dev_copy(ctx, hw, w, wn * sizeof *w), st, out);
   RMAOP_CHECK_GOTO(rmaop__dev_sync(ctx), st, out);
-  double kold = v->h[RMAOP__CG_KOLD];
-  for (int k = 0; k < (int)hw[0]; ++k) {
-    kold = hw[3 + 2 * k];
-    RMAOP_CHECK_GOTO(after_iteration(o, info, sqrt(hw[2 + 2 * k]), v->x), st, out);
-  }
-  info->kold = kold;
-  if (hw[1] != 0.0)
-    info->reason = RMAOP_REASON_BREAKDOWN;
-  else if (kold <= o->tol)
-    info->reason = RMAOP_REASON_TOL;
+  st = v->while_read(v, o, info, hw);
 out:
   rmaop__dev_graph_free(exec[0]);
   rmaop__dev_free(w);
   free(hw);
   return st;
+}
+
+/* CG's and CGLS's body: part 0, the stop test, part 1 (which also runs after the last iteration: an application made
+ * in vain, as the host loop's after a tolerance stop). */
+static rmaop_status cg_while_body(const dev_solver *v, const rmaop_solver_options *o, uint64_t cond, double *w) {
+  RMAOP_CHECK(v->part(v, 2, 0));
+  RMAOP_CHECK(rmaop__dev_cg_while_stop(v->A->ctx, cond, v->d + 8, v->hist_slot, o->tol, o->niter, w));
+  return v->part(v, 2, 1);
+}
+
+static rmaop_status cg_while_read(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info,
+                                  const double *w) {
+  double kold = v->h[RMAOP__CG_KOLD];
+  for (int k = 0; k < (int)w[0]; ++k) {
+    kold = w[3 + 2 * k];
+    RMAOP_CHECK(after_iteration(o, info, sqrt(w[2 + 2 * k]), v->x));
+  }
+  info->kold = kold;
+  if (w[1] != 0.0)
+    info->reason = RMAOP_REASON_BREAKDOWN;
+  else if (kold <= o->tol)
+    info->reason = RMAOP_REASON_TOL;
+  return RMAOP_OK;
 }
 
 /* CG's and CGLS's loop, once v->h holds the start's scalars and part 1's first pass is enqueued (CG) or not
@@ -216,9 +239,9 @@ static rmaop_status dev_loop(const dev_solver *v, const rmaop_solver_options *o,
   double kold = v->h[RMAOP__CG_KOLD];
   info->history[0] = sqrt(v->h[v->hist_slot]);
   info->reason = RMAOP_REASON_NITER;
-  if (ctx->solver_scalars == RMAOP__SCALARS_WHILE && !o->callback && info->iterations < o->niter && kold > o->tol) {
+  if (one_graph(ctx, o) && info->iterations < o->niter && kold > o->tol) {
     int ran = 0;
-    RMAOP_CHECK(while_loop(v, o, info, &ran));
+    RMAOP_CHECK(while_loop(v, o, info, o->niter, &ran));
     if (ran)
       return RMAOP_OK;
   }
@@ -302,7 +325,9 @@ rmaop_status rmaop__solve_cg_device(rmaop_op A, rmaop_vec x, rmaop_vec r, rmaop_
                   .nparts = 2,
                   .fn = "rmaop_solve_cg (device scalars)",
                   .part = cg_part,
-                  .loop = dev_loop};
+                  .loop = dev_loop,
+                  .while_body = cg_while_body,
+                  .while_read = cg_while_read};
   return dev_solve(&v, cg_init, o, info);
 }
 
@@ -320,7 +345,9 @@ rmaop_status rmaop__solve_cgls_device(rmaop_op A, rmaop_vec x, rmaop_vec s, rmao
                   .nparts = 2,
                   .fn = "rmaop_solve_cgls (device scalars)",
                   .part = cgls_part,
-                  .loop = dev_loop};
+                  .loop = dev_loop,
+                  .while_body = cg_while_body,
+                  .while_read = cg_while_read};
   return dev_solve(&v, cgls_init, o, info);
 }
 
@@ -502,15 +529,52 @@ static rmaop_status lsqr_read(const dev_solver *v, const rmaop_solver_options *o
   return RMAOP_OK;
 }
 
+/* LSQR's body: an iteration and the stop test. */
+static rmaop_status lsqr_while_body(const dev_solver *v, const rmaop_solver_options *o, uint64_t cond, double *w) {
+  RMAOP_CHECK(lsqr_part(v, 2, 0));
+  return rmaop__dev_lsqr_while_stop(v->A->ctx, cond, v->d + 8, o->niter - 1, w);
+}
+
+static rmaop_status lsqr_while_read(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info,
+                                    const double *w) {
+  for (int k = 0; k < (int)w[0]; ++k) {
+    RMAOP_CHECK(after_iteration(o, info, w[2 + 2 * k], v->x));
+    if (w[3 + 2 * k] != 0.0)
+      info->reason = rmaop__lsqr_reason((int)w[3 + 2 * k]);
+  }
+  if (w[1] != 0.0)
+    info->reason = RMAOP_REASON_BREAKDOWN;
+  return RMAOP_OK;
+}
+
 static rmaop_status lsqr_loop_dev(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info) {
+  rmaop_ctx ctx = v->A->ctx;
   void *exec[2] = {NULL, NULL};
   int captured = 0;
   /* Iteration 0 runs eagerly: its first reductions and operator applications make their windows and plans
-   * (collective, synchronizing: nothing a capture can hold); graph captures the iterations after it. */
+   * (collective, synchronizing: nothing a capture can hold); graph and while capture the iterations after it. */
   rmaop_status st = lsqr_part(v, 0, 0);
   if (st == RMAOP_OK)
-    st = rmaop__dev_fetch_begin(v->A->ctx, v->h + v->fetch_at, v->d + 8 + v->fetch_at, 3);
-  if (st == RMAOP_OK && replays(v->A->ctx) && o->niter > 1)
+    st = rmaop__dev_fetch_begin(ctx, v->h + v->fetch_at, v->d + 8 + v->fetch_at, 3);
+  if (st == RMAOP_OK && one_graph(ctx, o) && o->niter > 1) { /* iteration 0 read, then the rest in one graph */
+    int stop = 0, ran = 0;
+    st = rmaop__dev_fetch_wait(ctx, v->fn);
+    if (st == RMAOP_OK)
+      st = lsqr_read(v, o, info, 0, &stop);
+    if (st == RMAOP_OK && stop)
+      return RMAOP_OK;
+    if (st == RMAOP_OK)
+      st = while_loop(v, o, info, o->niter - 1, &ran);
+    if (st != RMAOP_OK || ran)
+      return st;
+    rmaop_solver_options rest = *o; /* every rank refused the capture: the iterations after 0, eagerly */
+    rest.niter = o->niter - 1;
+    st = lsqr_part(v, 0, 0);
+    if (st == RMAOP_OK)
+      st = rmaop__dev_fetch_begin(ctx, v->h + v->fetch_at, v->d + 8 + v->fetch_at, 3);
+    return st == RMAOP_OK ? ahead_loop(v, &rest, info, exec, 0) : st;
+  }
+  if (st == RMAOP_OK && replays(ctx) && o->niter > 1)
     st = dev_capture(v, exec, &captured);
   info->graph = captured;
   if (st == RMAOP_OK)
@@ -542,6 +606,8 @@ rmaop_status rmaop__solve_lsqr_device(rmaop_op A, rmaop_vec x, const lsqr_vecs *
                   .loop = lsqr_loop_dev,
                   .enqueue = lsqr_enqueue,
                   .read = lsqr_read,
+                  .while_body = lsqr_while_body,
+                  .while_read = lsqr_while_read,
                   .fetch_at = LSQR_R1NORM,
                   .lead = 1};
   return dev_solve(&v, lsqr_init, o, info);
