@@ -170,7 +170,9 @@ rmaop_status rmaop_solve_cg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_so
     st = rmaop__solve_cg_resident(A, x, r, c, Ac, o, info, &ran);
     if (st != RMAOP_OK || ran) goto out;
   }
-  if (solver_device_scalars(A, x, y)) {
+  int whole = 0; /* auto: one graph for the solve where that is faster */
+  RMAOP_CHECK_GOTO(rmaop__solver_auto_while(A, x, y, o, &whole), st, out);
+  if (whole || solver_device_scalars(A, x, y)) {
     st = rmaop__solve_cg_device(A, x, r, c, Ac, o, info);
     goto out;
   }
@@ -233,7 +235,9 @@ rmaop_status rmaop_solve_cgls(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_
     st = rmaop__solve_cgls_resident(A, x, s, q, r, c, damp2, o, info, &ran);
     if (st != RMAOP_OK || ran) goto out;
   }
-  if (solver_device_scalars(A, x, y)) {
+  int whole = 0; /* auto: one graph for the solve where that is faster */
+  RMAOP_CHECK_GOTO(rmaop__solver_auto_while(A, x, y, o, &whole), st, out);
+  if (whole || solver_device_scalars(A, x, y)) {
     st = rmaop__solve_cgls_device(A, x, s, q, r, c, damp2, o, info);
     goto out;
   }

@@ -157,11 +157,27 @@ static rmaop_status capture_agreed(const dev_solver *v, rmaop_status st, uint64_
   return RMAOP_OK;
 }
 
-/* Whether a loop runs as one CUDA graph (RMAOP_SOLVER_SCALARS=while, and resident for the solves its kernel does not
- * run): CG, CGLS and LSQR without a callback, which must see every iteration. */
-static int one_graph(rmaop_ctx ctx, const rmaop_solver_options *o) {
-  return (ctx->solver_scalars == RMAOP__SCALARS_WHILE || ctx->solver_scalars == RMAOP__SCALARS_RESIDENT) &&
-         !o->callback;
+/* Whether CG, CGLS or LSQR runs as one CUDA graph: under RMAOP_SOLVER_SCALARS=while, and resident for the solves its
+ * kernel does not run, when no rank has a callback (it must see every iteration; the ranks agree, since a rank
+ * that ran per-iteration graphs would exchange differently); under auto, what rmaop__solver_auto_while agreed. */
+static rmaop_status one_graph(rmaop_ctx ctx, const rmaop_solver_options *o, int *yes) {
+  *yes = ctx->solver_scalars == RMAOP__SCALARS_AUTO;
+  if (ctx->solver_scalars != RMAOP__SCALARS_WHILE && ctx->solver_scalars != RMAOP__SCALARS_RESIDENT)
+    return RMAOP_OK;
+  const int mine = !o->callback;
+  return rmaop__allreduce_bounded(ctx, &mine, yes, 1, MPI_INT, MPI_MIN, "one-graph solve agreement");
+}
+
+rmaop_status rmaop__solver_auto_while(rmaop_op A, rmaop_vec x, rmaop_vec y, const rmaop_solver_options *o, int *yes) {
+  rmaop_ctx ctx = A->ctx;
+  rmaop_ctx_info ci;
+  *yes = 0;
+  if (ctx->solver_scalars != RMAOP__SCALARS_AUTO || !RMAOP__ON_DEVICE(ctx) || ctx->trace_on ||
+      !rmaop__vec_device_dots_ok(x) || !rmaop__vec_device_dots_ok(y) || rmaop_ctx_get_info(ctx, &ci) != RMAOP_OK ||
+      !ci.graph_capture || (ci.size > 1 && strcmp(ci.backend, "rma") != 0))
+    return RMAOP_OK; /* the same on every rank: the environment, the layouts, the backend */
+  const int mine = !o->callback;
+  return rmaop__allreduce_bounded(ctx, &mine, yes, 1, MPI_INT, MPI_MIN, "one-graph solve agreement");
 }
 
 /* One graph for the solve: a conditional WHILE node whose body is v->while_body (the iteration and a one-thread stop
@@ -239,7 +255,10 @@ static rmaop_status dev_loop(const dev_solver *v, const rmaop_solver_options *o,
   double kold = v->h[RMAOP__CG_KOLD];
   info->history[0] = sqrt(v->h[v->hist_slot]);
   info->reason = RMAOP_REASON_NITER;
-  if (one_graph(ctx, o) && info->iterations < o->niter && kold > o->tol) {
+  int whole = 0;
+  if (info->iterations < o->niter && kold > o->tol)
+    RMAOP_CHECK(one_graph(ctx, o, &whole));
+  if (whole) {
     int ran = 0;
     RMAOP_CHECK(while_loop(v, o, info, o->niter, &ran));
     if (ran)
@@ -556,7 +575,10 @@ static rmaop_status lsqr_loop_dev(const dev_solver *v, const rmaop_solver_option
   rmaop_status st = lsqr_part(v, 0, 0);
   if (st == RMAOP_OK)
     st = rmaop__dev_fetch_begin(ctx, v->h + v->fetch_at, v->d + 8 + v->fetch_at, 3);
-  if (st == RMAOP_OK && one_graph(ctx, o) && o->niter > 1) { /* iteration 0 read, then the rest in one graph */
+  int whole = 0;
+  if (st == RMAOP_OK && o->niter > 1)
+    st = one_graph(ctx, o, &whole);
+  if (st == RMAOP_OK && whole) { /* iteration 0 read, then the rest in one graph */
     int stop = 0, ran = 0;
     st = rmaop__dev_fetch_wait(ctx, v->fn);
     if (st == RMAOP_OK)

@@ -206,10 +206,13 @@ rmaop_status rmaop_solve_lsqr(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmaop_
   info->history[0] = S.beta;
   /* A^H (y - A x0) = 0: x0 is the answer (PyLops stops here too; scipy's istop = 0). */
   info->reason = S.arnorm0 == 0.0 ? RMAOP_REASON_TOL : RMAOP_REASON_NITER;
-  if (S.arnorm0 != 0.0 && o->niter > 0) { /* RMAOP_SOLVER_SCALARS=device or graph: src/solvers/solver_device.c */
+  int whole = 0; /* auto: one graph for the solve where that is faster */
+  if (S.arnorm0 != 0.0 && o->niter > 0)
+    st = rmaop__solver_auto_while(A, x, y, o, &whole);
+  if (st == RMAOP_OK && S.arnorm0 != 0.0 && o->niter > 0) { /* device scalars: src/solvers/solver_device.c */
     const lsqr_vecs L = {u, v, w, Av, AHu};
-    st = solver_device_scalars(A, x, y) ? rmaop__solve_lsqr_device(A, x, &L, &S, o, info)
-                                        : lsqr_loop(A, x, &L, &S, o, info);
+    st = whole || solver_device_scalars(A, x, y) ? rmaop__solve_lsqr_device(A, x, &L, &S, o, info)
+                                                 : lsqr_loop(A, x, &L, &S, o, info);
   }
 out:
   solver_stop(&clk);
