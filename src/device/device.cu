@@ -758,24 +758,23 @@ extern "C" rmaop_status rmaop__dev_while_end(rmaop_ctx ctx, void *graph, int kee
   return RMAOP_OK;
 }
 
-__global__ void k_cg_while_stop(cudaGraphConditionalHandle cond, const double *st, int slot, double tol, int niter,
-                                double *w) {
-  if (st[RMAOP__CG_BREAKDOWN] != 0.0) {
+__global__ void k_while_stop(cudaGraphConditionalHandle cond, const double *st, rmaop__while_test t, int n, double *w) {
+  if (t.brk >= 0 && st[t.brk] != 0.0) {
     w[1] = 1.0;
     cudaGraphSetConditional(cond, 0);
     return;
   }
   const int k = (int)w[0];
-  const double kold = st[RMAOP__CG_KOLD];
-  w[2 + 2 * k] = st[slot];
-  w[3 + 2 * k] = kold;
+  w[2 + 2 * k] = st[t.rec0];
+  w[3 + 2 * k] = st[t.rec1];
   w[0] = k + 1;
-  cudaGraphSetConditional(cond, k + 1 < niter && kold > tol ? 1u : 0u);
+  const bool go = k + 1 < n && (t.zero < 0 || st[t.zero] == 0.0) && (t.above < 0 || st[t.above] > t.tol);
+  cudaGraphSetConditional(cond, go ? 1u : 0u);
 }
 
-extern "C" rmaop_status rmaop__dev_cg_while_stop(rmaop_ctx ctx, uint64_t cond, const double *st, int slot, double tol,
-                                                 int niter, double *w) {
-  k_cg_while_stop<<<1, 1, 0, STREAM(ctx)>>>((cudaGraphConditionalHandle)cond, st, slot, tol, niter, w);
+extern "C" rmaop_status rmaop__dev_while_stop(rmaop_ctx ctx, uint64_t cond, const double *st, rmaop__while_test t,
+                                              int n, double *w) {
+  k_while_stop<<<1, 1, 0, STREAM(ctx)>>>((cudaGraphConditionalHandle)cond, st, t, n, w);
   RMAOP_CHECK_LAUNCH(ctx);
   return RMAOP_OK;
 }

@@ -180,15 +180,16 @@ rmaop_status rmaop__dev_fetch_wait(rmaop_ctx ctx, const char *what);
  * it runs again (the value starts at 1 at every launch). while_end always ends the capture: *exec as capture_end's. */
 rmaop_status rmaop__dev_while_begin(rmaop_ctx ctx, void **graph, uint64_t *cond);
 rmaop_status rmaop__dev_while_end(rmaop_ctx ctx, void *graph, int keep, void **exec);
-/* CG's and CGLS's stop test inside a WHILE body (RMAOP_SOLVER_SCALARS=while), after an iteration's scalars st
- * (RMAOP__CG_* slots): breakdown: w[1] = 1, stop; otherwise iteration k = w[0] is recorded (w[2 + 2k] = st[slot],
- * the square of its history entry; w[3 + 2k] = kold), w[0] = k + 1, and the body runs again while k + 1 < niter and
- * kold > tol (the host loop's test). */
-rmaop_status rmaop__dev_cg_while_stop(rmaop_ctx ctx, uint64_t cond, const double *st, int slot, double tol, int niter,
-                                      double *w);
-/* LSQR's (src/solvers/lsqr_scalars.h slots): breakdown: w[1] = 1, stop; otherwise iteration k = w[0] is recorded
- * (w[2 + 2k] = r1norm, w[3 + 2k] = istop), w[0] = k + 1, and the body runs again while k + 1 < n and istop is 0. */
-rmaop_status rmaop__dev_lsqr_while_stop(rmaop_ctx ctx, uint64_t cond, const double *st, int n, double *w);
+/* A solver's stop test inside a WHILE body (RMAOP_SOLVER_SCALARS=while), one thread, after an iteration's scalars st:
+ * where st[brk] != 0 (brk >= 0: a breakdown the history does not record) w[1] = 1 and the loop stops; otherwise
+ * iteration k = w[0] is recorded (w[2 + 2k] = st[rec0], w[3 + 2k] = st[rec1]), w[0] = k + 1, and the body runs
+ * again while k + 1 < n, st[zero] == 0 (zero >= 0) and st[above] > tol (above >= 0): the host loop's test. */
+typedef struct {
+  int brk, rec0, rec1, zero, above;
+  double tol;
+} rmaop__while_test;
+rmaop_status rmaop__dev_while_stop(rmaop_ctx ctx, uint64_t cond, const double *st, rmaop__while_test t, int n,
+                                   double *w);
 /* out[i] = slots[0 * count + i] op slots[1 * count + i] op ... in rank order (device memory, enqueued). */
 rmaop_status rmaop__dev_reduce_slots(rmaop_ctx ctx, const double *slots, int P, int64_t count, rmaop_redop op,
                                      double *out);

@@ -42,26 +42,6 @@ __global__ void k_lsqr_scalars(const double *d, double *st, int step) {
 
 } // namespace
 
-/* LSQR's stop test inside a WHILE body (rmaop__dev_lsqr_while_stop, device.h). */
-static __global__ void k_lsqr_while_stop(cudaGraphConditionalHandle cond, const double *st, int n, double *w) {
-  if (st[LSQR_BREAKDOWN] != 0.0) {
-    w[1] = 1.0;
-    cudaGraphSetConditional(cond, 0);
-    return;
-  }
-  const int k = (int)w[0];
-  w[2 + 2 * k] = st[LSQR_R1NORM];
-  w[3 + 2 * k] = st[LSQR_ISTOP];
-  w[0] = k + 1;
-  cudaGraphSetConditional(cond, k + 1 < n && st[LSQR_ISTOP] == 0.0 ? 1u : 0u);
-}
-
-extern "C" rmaop_status rmaop__dev_lsqr_while_stop(rmaop_ctx ctx, uint64_t cond, const double *st, int n, double *w) {
-  k_lsqr_while_stop<<<1, 1, 0, STREAM(ctx)>>>((cudaGraphConditionalHandle)cond, st, n, w);
-  RMAOP_CHECK_LAUNCH(ctx);
-  return RMAOP_OK;
-}
-
 extern "C" rmaop_status rmaop__dev_lsqr_scalars(rmaop_ctx ctx, const double *d, double *st, int step) {
   k_lsqr_scalars<<<1, 1, 0, STREAM(ctx)>>>(d, st, step);
   RMAOP_CHECK_LAUNCH(ctx);

@@ -134,12 +134,8 @@ rmaop_status rmaop__dev_while_end(rmaop_ctx ctx, void *graph, int keep, void **e
   return NO_CUDA(ctx);
 }
 
-rmaop_status rmaop__dev_lsqr_while_stop(rmaop_ctx ctx, uint64_t cond, const double *st, int n, double *w) {
-  return NO_CUDA(ctx);
-}
-
-rmaop_status rmaop__dev_cg_while_stop(rmaop_ctx ctx, uint64_t cond, const double *st, int slot, double tol, int niter,
-                                      double *w) {
+rmaop_status rmaop__dev_while_stop(rmaop_ctx ctx, uint64_t cond, const double *st, rmaop__while_test t, int n,
+                                   double *w) {
   return NO_CUDA(ctx);
 }
 

@@ -182,7 +182,7 @@ rmaop_status rmaop__solver_auto_while(rmaop_op A, rmaop_vec x, rmaop_vec y, cons
 
 /* One graph for the solve: a conditional WHILE node whose body is v->while_body (the iteration and a one-thread stop
  * kernel that records it in w and decides, on the host loop's test, whether the body runs again: see
- * rmaop__dev_cg_while_stop); one launch and one host wait, then v->while_read takes the recorded iterations. Every
+ * rmaop__dev_while_stop); one launch and one host wait, then v->while_read takes the recorded iterations. Every
  * rank's body runs the same number of times, since the stop tests reduced values. At most n iterations. *ran 0:
  * every rank refused the capture, and the caller's loop runs instead. Collective. */
 static rmaop_status while_loop(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info, int n,
@@ -226,7 +226,8 @@ out:
  * in vain, as the host loop's after a tolerance stop). */
 static rmaop_status cg_while_body(const dev_solver *v, const rmaop_solver_options *o, uint64_t cond, double *w) {
   RMAOP_CHECK(v->part(v, 2, 0));
-  RMAOP_CHECK(rmaop__dev_cg_while_stop(v->A->ctx, cond, v->d + 8, v->hist_slot, o->tol, o->niter, w));
+  const rmaop__while_test t = {RMAOP__CG_BREAKDOWN, v->hist_slot, RMAOP__CG_KOLD, -1, RMAOP__CG_KOLD, o->tol};
+  RMAOP_CHECK(rmaop__dev_while_stop(v->A->ctx, cond, v->d + 8, t, o->niter, w));
   return v->part(v, 2, 1);
 }
 
@@ -451,11 +452,43 @@ static rmaop_status ahead_loop(const dev_solver *v, const rmaop_solver_options *
   }
 }
 
+/* Pipelined CG's body (no residual replacement: a replacement every k-th iteration would need a conditional IF node
+ * inside it): an iteration's part and the stop test on the device's sticky stop. */
+static rmaop_status pipecg_while_body(const dev_solver *v, const rmaop_solver_options *o, uint64_t cond, double *w) {
+  RMAOP_CHECK(pipecg_part(v, 2, 0));
+  const rmaop__while_test t = {-1, RMAOP__PCG_GAMMA, RMAOP__PCG_STOP, RMAOP__PCG_STOP, -1, 0.0};
+  return rmaop__dev_while_stop(v->A->ctx, cond, v->d + 8, t, o->niter, w);
+}
+
+static rmaop_status pipecg_while_read(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info,
+                                      const double *w) {
+  for (int k = 0; k < (int)w[0]; ++k) {
+    RMAOP_CHECK(after_iteration(o, info, sqrt(w[2 + 2 * k]), v->x));
+    const double how = w[3 + 2 * k];
+    if (how != 0.0)
+      info->reason = how == RMAOP__PCG_STOP_TOL         ? RMAOP_REASON_TOL
+                     : how == RMAOP__PCG_STOP_BREAKDOWN ? RMAOP_REASON_BREAKDOWN
+                                                        : RMAOP_REASON_NITER;
+  }
+  return RMAOP_OK;
+}
+
 static rmaop_status pipecg_loop_dev(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info) {
+  rmaop_ctx ctx = v->A->ctx;
   void *exec[2] = {NULL, NULL};
   int captured = 0;
   rmaop_status st = RMAOP_OK;
   info->reason = RMAOP_REASON_NITER;
+  int whole = 0;
+  if (o->residual_replacement == 0 && v->h[RMAOP__PCG_STOP] == 0.0)
+    RMAOP_CHECK(one_graph(ctx, o, &whole));
+  if (whole) { /* step 0 read (history[0]), then the iterations in one graph */
+    int stop = 0, ran = 0;
+    RMAOP_CHECK(pipecg_read(v, o, info, 0, &stop));
+    RMAOP_CHECK(while_loop(v, o, info, o->niter, &ran));
+    if (ran)
+      return RMAOP_OK;
+  }
   if (replays(v->A->ctx) && v->h[RMAOP__PCG_STOP] == 0.0)
     st = dev_capture(v, exec, &captured);
   info->graph = captured;
@@ -481,6 +514,8 @@ rmaop_status rmaop__solve_pipecg_device(rmaop_op A, rmaop_vec y, rmaop_vec x, co
                   .nsc = 8,
                   .nparts = o->residual_replacement > 0 ? 2 : 1,
                   .fn = "rmaop_solve_pipecg (device scalars)",
+                  .while_body = pipecg_while_body,
+                  .while_read = pipecg_while_read,
                   .part = pipecg_part,
                   .loop = pipecg_loop_dev,
                   .enqueue = pipecg_enqueue,
@@ -551,7 +586,8 @@ static rmaop_status lsqr_read(const dev_solver *v, const rmaop_solver_options *o
 /* LSQR's body: an iteration and the stop test. */
 static rmaop_status lsqr_while_body(const dev_solver *v, const rmaop_solver_options *o, uint64_t cond, double *w) {
   RMAOP_CHECK(lsqr_part(v, 2, 0));
-  return rmaop__dev_lsqr_while_stop(v->A->ctx, cond, v->d + 8, o->niter - 1, w);
+  const rmaop__while_test t = {LSQR_BREAKDOWN, LSQR_R1NORM, LSQR_ISTOP, LSQR_ISTOP, -1, 0.0};
+  return rmaop__dev_while_stop(v->A->ctx, cond, v->d + 8, t, o->niter - 1, w);
 }
 
 static rmaop_status lsqr_while_read(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info,

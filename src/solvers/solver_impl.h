@@ -109,11 +109,11 @@ rmaop_reason rmaop__lsqr_reason(int istop);
  * graph (x and y distributed), once the start's vectors are made; each runs the iterations, sets
  * info->history, iterations, reason and graph, and frees nothing of the caller's. Collective. */
 /* CG: r = c = y - A x0; Ac: a vector like x for A c. */
-/* RMAOP_SOLVER_SCALARS=auto where no resident kernel runs the solve: 1 in *yes when CG, CGLS or LSQR run as one CUDA
- * graph (RMAOP_SOLVER_SCALARS=while's loop): a device context that can capture graphs on the rma backend (the ipc
- * kernel path) or on one rank, is not traced (a trace times each exchange from the host, and a graph holds one
- * iteration's), and no rank has a callback; faster than host scalars on every setting measured
- * (docs/PERFORMANCE.md). Collective where the context qualifies. */
+/* RMAOP_SOLVER_SCALARS=auto where no resident kernel runs the solve: 1 in *yes when CG, CGLS, LSQR or pipelined CG
+ * (the caller: without residual replacement) run as one CUDA graph (RMAOP_SOLVER_SCALARS=while's loop): a device
+ * context that can capture graphs on the rma backend (the ipc kernel path) or on one rank, is not traced (a trace
+ * times each exchange from the host, and a graph holds one iteration's), and no rank has a callback; faster than
+ * host scalars on every setting measured (docs/PERFORMANCE.md). Collective where the context qualifies. */
 rmaop_status rmaop__solver_auto_while(rmaop_op A, rmaop_vec x, rmaop_vec y, const rmaop_solver_options *o, int *yes);
 rmaop_status rmaop__solve_cg_device(rmaop_op A, rmaop_vec x, rmaop_vec r, rmaop_vec c, rmaop_vec Ac,
                                     const rmaop_solver_options *o, rmaop_solver_info *info);

@@ -365,9 +365,12 @@ rmaop_status rmaop_solve_pipecg(rmaop_op A, rmaop_vec y, rmaop_vec x, const rmao
   rmaop_status st = RMAOP_OK;
   for (int i = 0; i < 6 && st == RMAOP_OK; ++i) st = rmaop__vec_work(x, all[i]); /* zero */
   if (st == RMAOP_OK) st = pipecg_start(A, y, x, o, &V);
-  if (st == RMAOP_OK) /* RMAOP_SOLVER_SCALARS=device or graph on device memory: src/solvers/solver_device.c */
-    st = solver_device_scalars(A, x, y) ? rmaop__solve_pipecg_device(A, y, x, &V, o, info)
-                                        : pipecg_loop(A, y, x, o, info, &V);
+  int whole = 0; /* auto: one graph for the solve where that is faster (not with residual replacement) */
+  if (st == RMAOP_OK && o->residual_replacement == 0)
+    st = rmaop__solver_auto_while(A, x, y, o, &whole);
+  if (st == RMAOP_OK) /* device scalars on device memory: src/solvers/solver_device.c */
+    st = whole || solver_device_scalars(A, x, y) ? rmaop__solve_pipecg_device(A, y, x, &V, o, info)
+                                                 : pipecg_loop(A, y, x, o, info, &V);
   solver_stop(&clk);
   for (int i = 0; i < 6; ++i) rmaop_vec_destroy(all[i]);
   if (st != RMAOP_OK) rmaop_solver_info_destroy(info);
