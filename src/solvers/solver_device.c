@@ -157,12 +157,22 @@ static rmaop_status capture_agreed(const dev_solver *v, rmaop_status st, uint64_
   return RMAOP_OK;
 }
 
-/* Whether CG, CGLS or LSQR runs as one CUDA graph: under RMAOP_SOLVER_SCALARS=while, and resident for the solves its
- * kernel does not run, when no rank has a callback (it must see every iteration; the ranks agree, since a rank
- * that ran per-iteration graphs would exchange differently); under auto, what rmaop__solver_auto_while agreed. */
+/* Whether the context's exchanges can go into a conditional node's body: one rank, or the rma backend. NCCL's
+ * captured work cannot (its graph with a WHILE node fails to instantiate: cudaErrorInvalidValue on 2 x H200); the
+ * other paths refuse capture anyway. The same on every rank. */
+static int while_backend(rmaop_ctx ctx) {
+  rmaop_ctx_info ci;
+  return rmaop_ctx_get_info(ctx, &ci) == RMAOP_OK && (ci.size == 1 || strcmp(ci.backend, "rma") == 0);
+}
+
+/* Whether a Krylov solve runs as one CUDA graph: under RMAOP_SOLVER_SCALARS=while, and resident for the solves its
+ * kernel does not run, on a backend whose exchanges a WHILE body can hold, when no rank has a callback (it must see
+ * every iteration; the ranks agree, since a rank that ran per-iteration graphs would exchange differently); under
+ * auto, what rmaop__solver_auto_while agreed. */
 static rmaop_status one_graph(rmaop_ctx ctx, const rmaop_solver_options *o, int *yes) {
   *yes = ctx->solver_scalars == RMAOP__SCALARS_AUTO;
-  if (ctx->solver_scalars != RMAOP__SCALARS_WHILE && ctx->solver_scalars != RMAOP__SCALARS_RESIDENT)
+  if ((ctx->solver_scalars != RMAOP__SCALARS_WHILE && ctx->solver_scalars != RMAOP__SCALARS_RESIDENT) ||
+      !while_backend(ctx))
     return RMAOP_OK;
   const int mine = !o->callback;
   return rmaop__allreduce_bounded(ctx, &mine, yes, 1, MPI_INT, MPI_MIN, "one-graph solve agreement");
@@ -174,7 +184,7 @@ rmaop_status rmaop__solver_auto_while(rmaop_op A, rmaop_vec x, rmaop_vec y, cons
   *yes = 0;
   if (ctx->solver_scalars != RMAOP__SCALARS_AUTO || !RMAOP__ON_DEVICE(ctx) || ctx->trace_on ||
       !rmaop__vec_device_dots_ok(x) || !rmaop__vec_device_dots_ok(y) || rmaop_ctx_get_info(ctx, &ci) != RMAOP_OK ||
-      !ci.graph_capture || (ci.size > 1 && strcmp(ci.backend, "rma") != 0))
+      !ci.graph_capture || !while_backend(ctx))
     return RMAOP_OK; /* the same on every rank: the environment, the layouts, the backend */
   const int mine = !o->callback;
   return rmaop__allreduce_bounded(ctx, &mine, yes, 1, MPI_INT, MPI_MIN, "one-graph solve agreement");

@@ -341,6 +341,11 @@ const char *st_scalars_name(int mode) {
   return mode < 0 ? "host" : names[mode];
 }
 
+int st_one_graph_expected(void) {
+  const char *b = getenv("RMAOP_BACKEND");
+  return st_graph_expected() && (rt_size == 1 || (b && strcmp(b, "rma") == 0));
+}
+
 rmaop_ctx st_scalars_ctx(int mode) {
   setenv("RMAOP_SOLVER_SCALARS", st_scalars_name(mode), 1);
   rmaop_ctx c = rt_ctx();

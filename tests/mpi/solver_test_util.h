@@ -160,6 +160,9 @@ int st_graph_expected(void);
 /* Collective: a context whose solvers keep their scalars on the host (mode -1), on the device (0), in CUDA graphs
  * (1), in the resident kernel (2) or in one CUDA graph with a WHILE node (3). */
 rmaop_ctx st_scalars_ctx(int mode);
+/* Whether RMAOP_SOLVER_SCALARS=while runs a solve as one graph here (st_graph_expected, on rma or one rank: NCCL's
+ * captured work cannot go into a WHILE body). */
+int st_one_graph_expected(void);
 /* The RMAOP_SOLVER_SCALARS value of a mode of st_scalars_ctx. */
 const char *st_scalars_name(int mode);
 

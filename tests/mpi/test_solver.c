@@ -330,7 +330,7 @@ static void same_as_host_scalars(st_problem p[2], rmaop_dtype d, int cgls, int n
   const char *dn = rmaop_dtype_name(d), *mn = st_scalars_name(mode);
   RT_CHECK(!by_tol || (info[1].reason == RMAOP_REASON_TOL && info[1].iterations < niter),
            "%s %s, %s: tol did not stop the solve (%d iterations)", dn, mn, what, info[1].iterations);
-  const int graph = mode && st_graph_expected() ? (mode == 3 ? 2 : 1) : 0; /* while: one graph, no callback here */
+  const int graph = !mode || !st_graph_expected() ? 0 : mode == 3 && st_one_graph_expected() ? 2 : 1; /* no callback */
   RT_CHECK(info[0].graph == graph && info[1].graph == 0,
            "%s %s, %s: info.graph is %d (want %d) and %d with host scalars", dn, mn, what, info[0].graph, graph,
            info[1].graph);
