@@ -14,6 +14,7 @@
  * and no host context gets here. */
 #include "solver_impl.h"
 
+#include "core/backend.h"
 #include "device/device.h"
 
 typedef struct dev_solver dev_solver;
@@ -161,8 +162,7 @@ static rmaop_status capture_agreed(const dev_solver *v, rmaop_status st, uint64_
  * captured work cannot (its graph with a WHILE node fails to instantiate: cudaErrorInvalidValue on 2 x H200); the
  * other paths refuse capture anyway. The same on every rank. */
 static int while_backend(rmaop_ctx ctx) {
-  rmaop_ctx_info ci;
-  return rmaop_ctx_get_info(ctx, &ci) == RMAOP_OK && (ci.size == 1 || strcmp(ci.backend, "rma") == 0);
+  return ctx->size == 1 || strcmp(ctx->backend->name, "rma") == 0;
 }
 
 /* Whether a Krylov solve runs as one CUDA graph: under RMAOP_SOLVER_SCALARS=while, and resident for the solves its
@@ -198,14 +198,15 @@ rmaop_status rmaop__solver_auto_while(rmaop_op A, rmaop_vec x, rmaop_vec y, cons
 static rmaop_status while_loop(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info, int n,
                                int *ran) {
   rmaop_ctx ctx = v->A->ctx;
-  const size_t wn = 2 + 2 * (size_t)n;
-  double *w = NULL, *hw = NULL;
+  const size_t wbytes = (2 + 2 * (size_t)n) * sizeof(double);
+  double *w = NULL, *hw = NULL; /* the record on the device (zero filled: no iteration yet) and its host copy */
   void *exec[2] = {NULL, NULL}, *g = NULL;
   uint64_t cond = 0;
   *ran = 0;
-  rmaop_status st = rmaop__dev_malloc(ctx, wn * sizeof *w, "the WHILE graph's history", (void **)&w);
+  /* Work buffers of the context (src/core/mem.c), as dev_solve's: a solve called again allocates nothing. */
+  rmaop_status st = rmaop__work_alloc(ctx, 0, wbytes, "the WHILE graph's record", (void **)&w);
   if (st == RMAOP_OK)
-    st = rmaop__malloc(ctx, wn * sizeof *hw, "the WHILE graph's history", (void **)&hw);
+    st = rmaop__work_alloc(ctx, 1, wbytes, "the WHILE graph's record", (void **)&hw);
   RMAOP_CHECK_GOTO(rmaop__agree(ctx, st, v->fn), st, out);
   const uint64_t plans_before = ctx->captured_plans;
   char why[sizeof ctx->last_error] = "";
@@ -220,15 +221,14 @@ static rmaop_status while_loop(const dev_solver *v, const rmaop_solver_options *
   if (!*ran)
     goto out;
   info->graph = 2;
-  RMAOP_CHECK_GOTO(rmaop__dev_set(ctx, RMAOP_F64, w, 2, 0.0, 0.0), st, out);
   RMAOP_CHECK_GOTO(rmaop__dev_graph_launch(ctx, exec[0], v->fn, 0), st, out);
-  RMAOP_CHECK_GOTO(rmaop__dev_copy(ctx, hw, w, wn * sizeof *w), st, out);
+  RMAOP_CHECK_GOTO(rmaop__dev_copy(ctx, hw, w, wbytes), st, out);
   RMAOP_CHECK_GOTO(rmaop__dev_sync(ctx), st, out);
   st = v->while_read(v, o, info, hw);
 out:
   rmaop__dev_graph_free(exec[0]);
-  rmaop__dev_free(w);
-  free(hw);
+  rmaop__work_free(ctx, 0, w, wbytes);
+  rmaop__work_free(ctx, 1, hw, wbytes);
   return st;
 }
 
@@ -425,6 +425,13 @@ static rmaop_status pipecg_enqueue(const dev_solver *v, void *const exec[2], int
   return pipecg_part(v, 0, (replace ? PCG_REPLACE : 0) | (k + 1 < o->niter ? 0 : PCG_NO_MATVEC));
 }
 
+/* The solver's reason for the device's stop code (RMAOP__PCG_STOP_*, not 0). */
+static rmaop_reason pcg_reason(double how) {
+  return how == RMAOP__PCG_STOP_TOL         ? RMAOP_REASON_TOL
+         : how == RMAOP__PCG_STOP_BREAKDOWN ? RMAOP_REASON_BREAKDOWN
+                                            : RMAOP_REASON_NITER;
+}
+
 /* The host's read of step k: ||r_k|| and the device's stop decision. */
 static rmaop_status pipecg_read(const dev_solver *v, const rmaop_solver_options *o, rmaop_solver_info *info, int k,
                                 int *stop) {
@@ -435,10 +442,13 @@ static rmaop_status pipecg_read(const dev_solver *v, const rmaop_solver_options 
     RMAOP_CHECK(after_iteration(o, info, sqrt(gamma), v->x));
   *stop = how != 0.0;
   if (*stop)
-    info->reason = how == RMAOP__PCG_STOP_TOL         ? RMAOP_REASON_TOL
-                   : how == RMAOP__PCG_STOP_BREAKDOWN ? RMAOP_REASON_BREAKDOWN
-                                                      : RMAOP_REASON_NITER;
+    info->reason = pcg_reason(how);
   return RMAOP_OK;
+}
+
+/* Step k's three doubles (from fetch_at) to the host behind what is enqueued (pipelined CG, LSQR). */
+static rmaop_status fetch_step(const dev_solver *v) {
+  return rmaop__dev_fetch_begin(v->A->ctx, v->h + v->fetch_at, v->d + 8 + v->fetch_at, 3);
 }
 
 /* The loop pipelined CG and LSQR share, once step 0's values are fetched (or on their way): the host reads step
@@ -458,7 +468,7 @@ static rmaop_status ahead_loop(const dev_solver *v, const rmaop_solver_options *
       return RMAOP_OK;
     if (!ahead)
       RMAOP_CHECK(v->enqueue(v, exec, captured, k));
-    RMAOP_CHECK(rmaop__dev_fetch_begin(ctx, v->h + v->fetch_at, v->d + 8 + v->fetch_at, 3));
+    RMAOP_CHECK(fetch_step(v));
   }
 }
 
@@ -474,11 +484,8 @@ static rmaop_status pipecg_while_read(const dev_solver *v, const rmaop_solver_op
                                       const double *w) {
   for (int k = 0; k < (int)w[0]; ++k) {
     RMAOP_CHECK(after_iteration(o, info, sqrt(w[2 + 2 * k]), v->x));
-    const double how = w[3 + 2 * k];
-    if (how != 0.0)
-      info->reason = how == RMAOP__PCG_STOP_TOL         ? RMAOP_REASON_TOL
-                     : how == RMAOP__PCG_STOP_BREAKDOWN ? RMAOP_REASON_BREAKDOWN
-                                                        : RMAOP_REASON_NITER;
+    if (w[3 + 2 * k] != 0.0)
+      info->reason = pcg_reason(w[3 + 2 * k]);
   }
   return RMAOP_OK;
 }
@@ -620,7 +627,7 @@ static rmaop_status lsqr_loop_dev(const dev_solver *v, const rmaop_solver_option
    * (collective, synchronizing: nothing a capture can hold); graph and while capture the iterations after it. */
   rmaop_status st = lsqr_part(v, 0, 0);
   if (st == RMAOP_OK)
-    st = rmaop__dev_fetch_begin(ctx, v->h + v->fetch_at, v->d + 8 + v->fetch_at, 3);
+    st = fetch_step(v);
   int whole = 0;
   if (st == RMAOP_OK && o->niter > 1)
     st = one_graph(ctx, o, &whole);
@@ -639,7 +646,7 @@ static rmaop_status lsqr_loop_dev(const dev_solver *v, const rmaop_solver_option
     rest.niter = o->niter - 1;
     st = lsqr_part(v, 0, 0);
     if (st == RMAOP_OK)
-      st = rmaop__dev_fetch_begin(ctx, v->h + v->fetch_at, v->d + 8 + v->fetch_at, 3);
+      st = fetch_step(v);
     return st == RMAOP_OK ? ahead_loop(v, &rest, info, exec, 0) : st;
   }
   if (st == RMAOP_OK && replays(ctx) && o->niter > 1)
