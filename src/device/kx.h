@@ -29,6 +29,11 @@ typedef struct {
 extern "C" {
 #endif
 
+/* b rounded up to the 128-byte boundary the areas of a half start on. */
+static inline size_t rmaop__kx_round(size_t b) {
+  return (b + 127) & ~(size_t)127;
+}
+
 /* Whether an operator's exchange goes by kernel puts (RMAOP_HALO; the same on every rank): a device context over ipc
  * that is not traced (a trace times each exchange from the host: plans), at 2+ ranks; under auto only where every
  * rank has its own GPU (two processes without MPS time-slice one GPU, and a kernel spinning for its peer waits for

@@ -275,18 +275,20 @@ static rmaop_status build_kx(halo *h) {
   for (int q = 0; q < P; ++q) {
     if (q == me)
       continue;
-    if (meet(h, me, q, at, n) > 0) { /* my block in q's extended block: q's ghosts, and q's adjoint contribution */
+    int64_t c = meet(h, me, q, at, n);
+    if (c > 0) { /* my block in q's extended block: q's ghosts, and q's adjoint contribution */
       x->fwd[x->nfwd] = hx_box(nd, q, n, at, h->info.offset, area_at(h, q, me, 1));
       x->arecv[x->nfwd] = hx_box(nd, q, n, at, h->info.offset, area_at(h, me, q, 0));
       x->arecv[x->nfwd].first = x->nacells;
-      x->nacells += meet(h, me, q, at, n);
+      x->nacells += c;
       x->nfwd++, nb[q] = 1;
     }
-    if (meet(h, q, me, at, n) > 0) { /* q's block in my extended block: my ghosts from q */
+    c = meet(h, q, me, at, n);
+    if (c > 0) { /* q's block in my extended block: my ghosts from q */
       x->frecv[x->nfrecv] = hx_box(nd, q, n, at, ebase, area_at(h, me, q, 1));
       x->frecv[x->nfrecv].first = x->nfcells;
       x->adj[x->nfrecv] = hx_box(nd, q, n, at, ebase, area_at(h, q, me, 0));
-      x->nfcells += meet(h, q, me, at, n);
+      x->nfcells += c;
       x->nfrecv++, nb[q] = 1;
     }
   }
@@ -299,8 +301,8 @@ static rmaop_status build_kx(halo *h) {
   const int64_t most = x->nloc + x->nzcells > x->nfcells ? x->nloc + x->nzcells : x->nfcells;
   x->small = most < ((int64_t)1 << 32) && x->nacells < ((int64_t)1 << 32);
   const size_t es = rmaop_dtype_size(h->dtype);
-  x->adj_at = ((size_t)fwd_most * es + 127) & ~(size_t)127;
-  x->x.half = x->adj_at + (((size_t)adj_most * es + 127) & ~(size_t)127);
+  x->adj_at = rmaop__kx_round((size_t)fwd_most * es);
+  x->x.half = x->adj_at + rmaop__kx_round((size_t)adj_most * es);
   if (x->x.half == 0)
     x->x.half = 128; /* no ghost cells anywhere: a window all the same */
   return rmaop__kx_build(ctx, st, &x->x, x, sizeof *x, &h->kx_win, (void **)&h->kx_dev, "halo exchange");

@@ -143,10 +143,6 @@ static int kh_wanted(rmaop_ctx ctx, const stencil *s) {
   return s->distributed && s->dev && rmaop__kx_wanted(ctx);
 }
 
-static size_t round128(size_t b) {
-  return (b + 127) & ~(size_t)127;
-}
-
 /* The kernel-put exchange (rmaop__khalo): every rank's transfers (each rank lays out the others' from the split),
  * the window and its device handle, the descriptor in device memory. Collective. */
 static rmaop_status build_kh(rmaop_ctx ctx, stencil *s, const int64_t *rows, const int64_t *offs) {
@@ -173,8 +169,8 @@ static rmaop_status build_kh(rmaop_ctx ctx, stencil *s, const int64_t *rows, con
     }
     const size_t es = rmaop_dtype_size(s->dtype);
     h->n = s->n, h->ninner = s->ninner;
-    h->recv_at = round128((size_t)((s->hl + s->hr) * s->ninner) * es);
-    h->x.half = h->recv_at + round128((size_t)(most * s->ninner) * es);
+    h->recv_at = rmaop__kx_round((size_t)((s->hl + s->hr) * s->ninner) * es);
+    h->x.half = h->recv_at + rmaop__kx_round((size_t)(most * s->ninner) * es);
     int nb[RMAOP_DEVICE_MAX_PEERS] = {0};
     const rmaop__kh_xfer *mine = all + (size_t)me * RMAOP__KH_MAX;
     int64_t slot = 0;
