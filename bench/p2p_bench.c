@@ -32,12 +32,14 @@
  *                  rmaop_dev_put_signal_block by a block of 256), rank 1 waits and answers the same way;
  *                  --dev-iters round trips per launch timed on the GPU's global timer after 100 untimed ones;
  *                  half a round trip, median of --reps launches; 8 B, 64 B, 1 KiB, 64 KiB, and a bare signal
- *                  (no payload). Beside it NVSHMEM's nvshmem_putmem_signal(_block) + nvshmem_signal_wait_until in
- *                  the same kernel (p2p_nvshmem.cu; built when CMake finds NVSHMEM; --no-nvshmem skips it), and
- *                  this run's NCCL and rmaop epoch/plan 8 B figures. Then a message-passing litmus: 32 blocks store
- *                  8 KiB each per round, then one release per block (signal_add), one for the grid (the last
- *                  block of an acq_rel counter), or none (relaxed stores: shows whether the release matters
- *                  here; its mismatches are reported, not a failure); the peer's blocks check after their wait.
+ *                  (no payload). Inline messages (rmaop_dev_put_inline / rmaop_dev_wait_inline: the payload
+ *                  carries its own signal, no fence; the wait copies it out) by one thread up to 1 KiB and by
+ *                  a warp (_warp forms). Beside it NVSHMEM's nvshmem_putmem_signal(_block) + nvshmem_signal_wait_until
+ * in the same kernel (p2p_nvshmem.cu; built when CMake finds NVSHMEM; --no-nvshmem skips it), and this run's NCCL and
+ * rmaop epoch/plan 8 B figures. Then a message-passing litmus: 32 blocks store 8 KiB each per round, then one release
+ * per block (signal_add), one for the grid (the last block of an acq_rel counter), or none (relaxed stores: shows
+ * whether the release matters here; its mismatches are reported, not a failure); the peer's blocks check after their
+ * wait.
  *                  --device-only runs this part alone.
  * Timing: every repetition starts after an MPI_Barrier; t = MPI_Wtime around the host-synchronized region;
  * a repetition counts as its slowest rank (MPI_MAX over ranks); warm-up excluded; median over
@@ -434,8 +436,8 @@ static void json_str(FILE *f, const char *s) {
 /* ---- device-initiated ping-pong and litmus (p2p_device.cu, p2p_nvshmem.cu) ---- */
 
 size_t p2pd_litmus_bytes(int nblocks);
-int p2pd_pingpong(const rmaop_win_device *w, void *stream, int form, const void *src, size_t bytes, int warm, int iters,
-                  unsigned long long base, unsigned long long *out);
+int p2pd_pingpong(const rmaop_win_device *w, void *stream, int form, const void *src, void *recv, size_t bytes,
+                  int warm, int iters, unsigned long long base, unsigned long long *out);
 int p2pd_litmus(const rmaop_win_device *w, void *stream, int mode, int rounds, int nblocks, unsigned *counter,
                 unsigned long long *out);
 #ifdef RMAOP_BENCH_HAVE_NVSHMEM
@@ -446,12 +448,14 @@ int p2pn_pingpong(int form, size_t bytes, int warm, int iters, double *seconds, 
 void p2pn_fini(void);
 #endif
 
-enum { DEV_SIGNAL = 0, DEV_THREAD, DEV_BLOCK, NDFORM };     /* p2p_device.cu's and p2p_nvshmem.cu's forms */
+/* p2p_device.cu's forms; p2p_nvshmem.cu has the first three (NVSHMEM has no inline messages) */
+enum { DEV_SIGNAL = 0, DEV_THREAD, DEV_BLOCK, DEV_INLINE, DEV_INLINE_WARP, NDFORM };
 enum { LIB_RMAOP = 0, LIB_NVSHMEM, NDLIB };
 enum { LIT_ADD = 0, LIT_LAST, LIT_RELAXED, NLIT };         /* p2p_device.cu's litmus modes */
 enum { NDSIZE = 4, DEV_WARM = 100, LIT_ROUNDS = 1000, LIT_BLOCKS = 32 };
 static const size_t dev_sizes[NDSIZE] = {8, 64, 1024, 65536};
 #define DEV_MAX ((size_t)65536)
+#define DEV_INLINE_THREAD_MAX ((size_t)1024) /* one thread storing 64 KiB word by word says nothing new */
 static const char *const lit_name[NLIT] = {"signal_add by every block (a release per block)",
                                            "signal by the last block of an acq_rel counter (one release)",
                                            "no release (relaxed counter and signal store)"};
@@ -467,7 +471,7 @@ typedef struct {
 
 static rmaop_win dwin;
 static void *dbase;
-static unsigned char *dsrc;
+static unsigned char *dsrc, *drecv; /* drecv: where the inline forms' waits copy the payload */
 static unsigned long long *dout;
 
 /* One row of rmaop's ping-pong: both ranks, `reps` launches after one untimed. 0 on success (both agree). */
@@ -475,7 +479,8 @@ static int dev_row_rmaop(const rmaop_win_device *h, void *st, int form, size_t m
                          double *half, int *bad, char *why) {
   double *t = calloc((size_t)d->reps, sizeof *t);
   int f = 0;
-  if (cudaMemset(dbase, 0, DEV_MAX) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess)
+  if (cudaMemset(dbase, 0, 2 * DEV_MAX) != cudaSuccess || cudaMemset(drecv, 0, DEV_MAX) != cudaSuccess ||
+      cudaDeviceSynchronize() != cudaSuccess)
     f = 1, snprintf(err, sizeof err, "clearing the window: %s", cudaGetErrorString(cudaGetLastError()));
   f = agree(f, why); /* cleared on both ranks before either puts */
   for (int r = -1; r < d->reps && !f; ++r) {
@@ -483,7 +488,7 @@ static int dev_row_rmaop(const rmaop_win_device *h, void *st, int form, size_t m
     MPI_Barrier(MPI_COMM_WORLD);
     cudaError_t e = cudaMemsetAsync(dout, 0, sizeof res, (cudaStream_t)st);
     if (e == cudaSuccess)
-      e = (cudaError_t)p2pd_pingpong(h, st, form, dsrc, m, DEV_WARM, d->iters, *next, dout);
+      e = (cudaError_t)p2pd_pingpong(h, st, form, dsrc, drecv, m, DEV_WARM, d->iters, *next, dout);
     if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)st);
     if (e == cudaSuccess) e = cudaMemcpy(res, dout, sizeof res, cudaMemcpyDeviceToHost);
     *next += (unsigned long long)(DEV_WARM + d->iters);
@@ -497,11 +502,12 @@ static int dev_row_rmaop(const rmaop_win_device *h, void *st, int form, size_t m
   if (!f) {
     *half = rank == 0 ? median(t, d->reps) : 0;
     int b = 0;
-    if (form != DEV_SIGNAL) { /* the last message here came from the peer */
+    if (form != DEV_SIGNAL) { /* the last message here came from the peer: in the window, or copied out of it */
       unsigned char a = 0, z = 0;
       const unsigned char want = (unsigned char)(0x20 + peer);
-      b = cudaMemcpy(&a, dbase, 1, cudaMemcpyDeviceToHost) != cudaSuccess ||
-          cudaMemcpy(&z, (char *)dbase + m - 1, 1, cudaMemcpyDeviceToHost) != cudaSuccess || a != want || z != want;
+      const char *got = form >= DEV_INLINE ? (const char *)drecv : (const char *)dbase;
+      b = cudaMemcpy(&a, got, 1, cudaMemcpyDeviceToHost) != cudaSuccess ||
+          cudaMemcpy(&z, got + m - 1, 1, cudaMemcpyDeviceToHost) != cudaSuccess || a != want || z != want;
     }
     MPI_Allreduce(&b, bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   }
@@ -571,11 +577,14 @@ static int device_section(devres *d, int nvshmem) {
   rmaop_win_device h;
   int f = 0, wrong_here = 0;
   if (!ctx) f = 1, snprintf(err, sizeof err, "no rmaop context");
-  if (!f && (rmaop_ctx_get_stream(ctx, &st) != RMAOP_OK || rmaop_win_allocate(ctx, DEV_MAX, &dwin, &dbase) != RMAOP_OK ||
+  if (!f && (rmaop_ctx_get_stream(ctx, &st) != RMAOP_OK ||
+             rmaop_win_allocate(ctx, 2 * DEV_MAX, &dwin, &dbase) != RMAOP_OK || /* an inline message's words */
              rmaop_win_device_handle(dwin, &h) != RMAOP_OK))
     f = 1, snprintf(err, sizeof err, "%s", rmaop_ctx_last_error(ctx));
-  if (!f && (cudaMalloc((void **)&dsrc, DEV_MAX) != cudaSuccess || cudaMemset(dsrc, 0x20 + rank, DEV_MAX) != cudaSuccess ||
-             cudaMalloc((void **)&dout, 2 * sizeof *dout) != cudaSuccess))
+  if (!f &&
+      (cudaMalloc((void **)&dsrc, DEV_MAX) != cudaSuccess || cudaMemset(dsrc, 0x20 + rank, DEV_MAX) != cudaSuccess ||
+       cudaMalloc((void **)&drecv, DEV_MAX) != cudaSuccess ||
+       cudaMalloc((void **)&dout, 2 * sizeof *dout) != cudaSuccess))
     f = 1, snprintf(err, sizeof err, "device buffers: %s", cudaGetErrorString(cudaGetLastError()));
   if (agree(f, d->why[LIB_RMAOP])) {
     snprintf(d->lit_why, ERRLEN, "%s", d->why[LIB_RMAOP]);
@@ -585,6 +594,8 @@ static int device_section(devres *d, int nvshmem) {
   int dead = 0;                /* a row failed (agreed: the same on both ranks, unlike the message) */
   for (int form = 0; form < NDFORM && !dead; ++form)
     for (int i = 0; i < (form == DEV_SIGNAL ? 1 : NDSIZE) && !dead; ++i) {
+      if (form == DEV_INLINE && dev_sizes[i] > DEV_INLINE_THREAD_MAX)
+        continue;
       dead = dev_row_rmaop(&h, st, form, dev_sizes[i], d, &next, &d->half[LIB_RMAOP][form][i],
                            &d->bad[LIB_RMAOP][form][i], d->why[LIB_RMAOP]);
       wrong_here |= !dead && d->bad[LIB_RMAOP][form][i];
@@ -601,7 +612,7 @@ static int device_section(devres *d, int nvshmem) {
     if (!g0) g = p2pn_init(rank, 2, uid, DEV_MAX, err, sizeof err);
     const int up = !agree(g0 ? 1 : g, d->why[LIB_NVSHMEM]); /* else NVSHMEM stays as it is: its finalize is collective */
     dead = !up;
-    for (int form = 0; form < NDFORM && !dead; ++form)
+    for (int form = 0; form < DEV_INLINE && !dead; ++form)
       for (int i = 0; i < (form == DEV_SIGNAL ? 1 : NDSIZE) && !dead; ++i) {
         dead = dev_row_nvshmem(form, dev_sizes[i], d, &d->half[LIB_NVSHMEM][form][i], &d->bad[LIB_NVSHMEM][form][i],
                                d->why[LIB_NVSHMEM]);
@@ -629,19 +640,22 @@ static void print_device(const devres *d, const double lat_nccl, const double la
   static const char *const lib_name[NDLIB] = {"rmaop", "NVSHMEM"};
   printf("device-initiated ping-pong: one persistent kernel per rank, %d round trips per launch after %d untimed, "
          "GPU timer; half a round trip in us, median of %d launches; thread: one thread puts and signals, block: "
-         "256 threads put, one signals\n", d->iters, DEV_WARM, d->reps);
-  printf("%24s | %12s | %12s | %14s | %14s\n", "message", "rmaop thread", "rmaop block", "NVSHMEM thread",
-         "NVSHMEM block");
+         "256 threads put, one signals; inline: the payload carries its own signal (no fence), sent and received "
+         "by one thread or a warp\n",
+         d->iters, DEV_WARM, d->reps);
+  printf("%24s | %12s | %12s | %13s | %12s | %14s | %14s\n", "message", "rmaop thread", "rmaop block", "inline thread",
+         "inline warp", "NVSHMEM thread", "NVSHMEM block");
   for (int row = 0; row <= NDSIZE; ++row) {
     char label[32];
     if (row == 0) snprintf(label, sizeof label, "signal only (no payload)");
     else fmt_size(dev_sizes[row - 1], label, sizeof label);
     printf("%24s", label);
     for (int lib = 0; lib < NDLIB; ++lib)
-      for (int form = DEV_THREAD; form <= DEV_BLOCK; ++form) {
-        const int w = lib == LIB_RMAOP ? 12 : 14;
+      for (int form = DEV_THREAD; form < (lib == LIB_RMAOP ? NDFORM : DEV_INLINE); ++form) {
+        const int w = lib == LIB_NVSHMEM ? 14 : form == DEV_INLINE ? 13 : 12;
         const int f = row == 0 ? DEV_SIGNAL : form, i = row == 0 ? 0 : row - 1;
-        if (row == 0 && form == DEV_BLOCK) printf(" | %*s", w, "-");
+        if ((row == 0 && form != DEV_THREAD) || (row > 0 && form == DEV_INLINE && dev_sizes[i] > DEV_INLINE_THREAD_MAX))
+          printf(" | %*s", w, "-");
         else if (d->half[lib][f][i] > 0) printf(" | %*.2f%s", w - 1, 1e6 * d->half[lib][f][i], d->bad[lib][f][i] ? "!" : " ");
         else printf(" | %*s", w, "n/a");
       }
@@ -649,7 +663,7 @@ static void print_device(const devres *d, const double lat_nccl, const double la
   }
   for (int lib = 0; lib < NDLIB; ++lib)
     if (d->why[lib][0]) printf("%s device-initiated: n/a from here on: %s\n", lib_name[lib], d->why[lib]);
-  printf("('!': a rank did not find the peer's bytes in its window after that row)\n");
+  printf("('!': a rank did not find the peer's bytes after that row; '-': not run)\n");
   printf("this run, 8 B, half a round trip: NCCL send/recv %s%.2f us, rmaop epoch (host calls) %s%.2f us, rmaop "
          "plan epochs (stream-ordered) %s%.2f us\n", lat_nccl > 0 ? "" : "n/a ", 1e6 * lat_nccl,
          lat_epoch > 0 ? "" : "n/a ", 1e6 * lat_epoch, plan_pp > 0 ? "" : "n/a ", 1e6 * plan_pp);
@@ -668,7 +682,7 @@ static void print_device(const devres *d, const double lat_nccl, const double la
 
 static void json_device(FILE *f, const devres *d) {
   static const char *const lib_key[NDLIB] = {"rmaop", "nvshmem"};
-  static const char *const form_key[NDFORM] = {"signal", "thread", "block"};
+  static const char *const form_key[NDFORM] = {"signal", "thread", "block", "inline_thread", "inline_warp"};
   fprintf(f, " \"device_initiated\": {\"round_trips_per_launch\": %d, \"launches\": %d, \"half_round_trip_seconds\": {",
           d->iters, d->reps);
   for (int lib = 0; lib < NDLIB; ++lib) {
@@ -698,6 +712,8 @@ static void json_device(FILE *f, const devres *d) {
 static int clean_up(int status) {
   if (dwin) rmaop_win_destroy(&dwin);
   if (dsrc) cudaFree(dsrc);
+  if (drecv)
+    cudaFree(drecv);
   if (dout) cudaFree(dout);
   if (win) rmaop_win_destroy(&win);
   if (ctx) rmaop_ctx_destroy(&ctx);

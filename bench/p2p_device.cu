@@ -4,7 +4,9 @@
  *   ping-pong  one persistent kernel per rank: rank 0 puts `bytes` into rank 1's window and signals, rank 1 waits
  *              and answers the same way; `warm` untimed round trips, then `iters` timed ones on the GPU's
  *              global timer (rank 0). Forms: bare signal (no payload, one thread), put + signal by one thread,
- *              and by a block of P2PD_BLOCK threads (rmaop_dev_put_signal_block, rmaop_dev_wait_block).
+ *              and by a block of P2PD_BLOCK threads (rmaop_dev_put_signal_block, rmaop_dev_wait_block); inline
+ *              messages (the payload its own signal: rmaop_dev_put_inline, rmaop_dev_wait_inline, which copies
+ *              the payload out to `recv`) by one thread and by a warp.
  *   litmus     message passing under stress: `nblocks` blocks store words into the peer, then signal; the peer's
  *              blocks check another block's words after their wait and count mismatches. Modes: every block
  *              adds 1 (rmaop_dev_signal_add, a release per block); the last block of a GPU-scope acq_rel counter
@@ -20,12 +22,16 @@
 
 namespace {
 
-enum { FORM_SIGNAL = 0, FORM_THREAD = 1, FORM_BLOCK = 2 };
+enum { FORM_SIGNAL = 0, FORM_THREAD = 1, FORM_BLOCK = 2, FORM_INLINE = 3, FORM_INLINE_WARP = 4 };
 enum { LIT_ADD = 0, LIT_LAST = 1, LIT_RELAXED = 2 };
 
 template <int FORM>
 __device__ __forceinline__ void send(const rmaop_win_device *w, int peer, const void *src, size_t bytes, uint64_t v) {
-  if (FORM == FORM_SIGNAL)
+  if (FORM == FORM_INLINE)
+    rmaop_dev_put_inline(w, peer, 0, src, bytes, (uint32_t)v);
+  else if (FORM == FORM_INLINE_WARP)
+    rmaop_dev_put_inline_warp(w, peer, 0, src, bytes, (uint32_t)v);
+  else if (FORM == FORM_SIGNAL)
     rmaop_dev_signal(w, peer, v);
   else if (FORM == FORM_THREAD)
     rmaop_dev_put_signal(w, peer, 0, src, bytes, v);
@@ -33,13 +39,18 @@ __device__ __forceinline__ void send(const rmaop_win_device *w, int peer, const 
     rmaop_dev_put_signal_block(w, peer, 0, src, bytes, v);
 }
 
-template <int FORM> __device__ __forceinline__ int receive(const rmaop_win_device *w, int peer, uint64_t v) {
+template <int FORM>
+__device__ __forceinline__ int receive(const rmaop_win_device *w, int peer, void *recv, size_t bytes, uint64_t v) {
+  if (FORM == FORM_INLINE)
+    return rmaop_dev_wait_inline(w, peer, 0, recv, bytes, (uint32_t)v);
+  if (FORM == FORM_INLINE_WARP)
+    return rmaop_dev_wait_inline_warp(w, peer, 0, recv, bytes, (uint32_t)v);
   return FORM == FORM_BLOCK ? rmaop_dev_wait_block(w, peer, v) : rmaop_dev_wait(w, peer, v);
 }
 
 template <int FORM>
-__global__ void pingpong(const __grid_constant__ rmaop_win_device w, const void *src, size_t bytes, int warm, int iters,
-                         uint64_t base, unsigned long long *out) {
+__global__ void pingpong(const __grid_constant__ rmaop_win_device w, const void *src, void *recv, size_t bytes,
+                         int warm, int iters, uint64_t base, unsigned long long *out) {
   const int peer = 1 - w.rank;
   uint64_t t0 = 0;
   for (int i = 0; i < warm + iters; ++i) {
@@ -48,12 +59,12 @@ __global__ void pingpong(const __grid_constant__ rmaop_win_device w, const void 
       if (i == warm)
         t0 = rmaop__dev_globaltimer();
       send<FORM>(&w, peer, src, bytes, v);
-      if (receive<FORM>(&w, peer, v)) {
+      if (receive<FORM>(&w, peer, recv, bytes, v)) {
         out[1] = 1;
         return;
       }
     } else {
-      if (receive<FORM>(&w, peer, v)) {
+      if (receive<FORM>(&w, peer, recv, bytes, v)) {
         out[1] = 1;
         return;
       }
@@ -134,18 +145,23 @@ extern "C" size_t p2pd_litmus_bytes(int nblocks) {
   return (size_t)2 * (size_t)nblocks * P2PD_LIT_WORDS * sizeof(uint32_t);
 }
 
-/* One ping-pong run (form 0 bare signal, 1 thread, 2 block), signal values base + 1 ... base + warm + iters.
+/* One ping-pong run (form 0 bare signal, 1 thread, 2 block, 3 inline by a thread, 4 inline by a warp), signal
+ * values (inline: sequence numbers) base + 1 ... base + warm + iters; the inline forms copy what arrives to recv.
  * out (device, zeroed by the caller): [0] rank 0's ns for the timed round trips, [1] 1 when a wait gave up.
  * Returns a cudaError_t. */
-extern "C" int p2pd_pingpong(const rmaop_win_device *w, void *stream, int form, const void *src, size_t bytes, int warm,
-                             int iters, unsigned long long base, unsigned long long *out) {
+extern "C" int p2pd_pingpong(const rmaop_win_device *w, void *stream, int form, const void *src, void *recv,
+                             size_t bytes, int warm, int iters, unsigned long long base, unsigned long long *out) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   if (form == FORM_SIGNAL)
-    pingpong<FORM_SIGNAL><<<1, 1, 0, s>>>(*w, src, bytes, warm, iters, base, out);
+    pingpong<FORM_SIGNAL><<<1, 1, 0, s>>>(*w, src, recv, bytes, warm, iters, base, out);
   else if (form == FORM_THREAD)
-    pingpong<FORM_THREAD><<<1, 1, 0, s>>>(*w, src, bytes, warm, iters, base, out);
+    pingpong<FORM_THREAD><<<1, 1, 0, s>>>(*w, src, recv, bytes, warm, iters, base, out);
+  else if (form == FORM_BLOCK)
+    pingpong<FORM_BLOCK><<<1, P2PD_BLOCK, 0, s>>>(*w, src, recv, bytes, warm, iters, base, out);
+  else if (form == FORM_INLINE)
+    pingpong<FORM_INLINE><<<1, 1, 0, s>>>(*w, src, recv, bytes, warm, iters, base, out);
   else
-    pingpong<FORM_BLOCK><<<1, P2PD_BLOCK, 0, s>>>(*w, src, bytes, warm, iters, base, out);
+    pingpong<FORM_INLINE_WARP><<<1, 32, 0, s>>>(*w, src, recv, bytes, warm, iters, base, out);
   return (int)cudaGetLastError();
 }
 

@@ -60,6 +60,25 @@
  * acq_rel chain orders the payload before the one thread that signals, so the release of the signal (and
  * the acquire of the wait) is all the ordering needed.
  *
+ * Inline messages (NCCL's "LL" protocol): for a few bytes, the latency of a signal's release (it waits until the
+ * payload's stores are acknowledged by the peer's memory, a round trip over NVLink, before the flag goes out) is
+ * most of a put + signal. An inline message carries its own signal instead: rmaop_dev_put_inline stores the
+ * payload as 8-byte words {4 payload bytes, 32-bit sequence number}, each with one st.relaxed.sys (a 64-bit aligned
+ * store is single-copy atomic: no word is seen half-written), and rmaop_dev_wait_inline polls the words until
+ * every one carries the expected sequence number, then copies the payload out. No fence on either side: a word
+ * with the right number holds the right 4 bytes. The rules:
+ * - The message takes RMAOP_DEV_INLINE_BYTES(bytes) = 8 ceil(bytes / 4) bytes of the target's window at an
+ *   8-byte aligned offset (a slot). The window starts zeroed (rmaop_win_allocate on ipc), so sequence numbers
+ *   start at 1; a slot's next message needs a number that none of its words holds, e.g. a counter that grows by
+ *   one per message (it wraps after 2^32 messages to one slot: 0 is then skipped by the caller).
+ * - It orders nothing else: it is not a release, and its wait is not an acquire. Data that must be visible with
+ *   it goes inside it, or with a put + signal.
+ * - Reuse of a slot is the caller's protocol, as for puts: the origin must not store the next message into a slot
+ *   before the target has read the previous one (a reply, or two slots by parity where each pair exchanges both
+ *   ways); a new message over an unread one makes the target wait for a number it never sees (the timeout).
+ * - Twice the bytes cross the link: worth it up to a few KiB, where a signal's release costs more than the
+ *   doubled transfer.
+ *
  * Bounds: offsets and sizes are not checked in device code (a put past a window's end writes into whatever
  * follows it in the peer's GPU memory); the peers' window sizes are in rmaop_win_device.bytes. Compile with
  * RMAOP_DEVICE_CHECKS defined to check every peer rank and put range, printing the offending call and
@@ -332,6 +351,155 @@ static __device__ __forceinline__ int rmaop_dev_wait_block(const rmaop_win_devic
   if (rmaop__dev_tid() == 0u)
     failed = rmaop_dev_wait(w, origin, value);
   return __syncthreads_or(failed);
+}
+
+/* ---- inline messages: the payload carries its own signal (the contract at the top) ---- */
+
+/** Window bytes an inline message of @p bytes occupies at the target: one 8-byte word per 4 payload bytes. */
+#define RMAOP_DEV_INLINE_BYTES(bytes) ((((size_t)(bytes) + 3u) / 4u) * 8u)
+
+static __device__ __forceinline__ void rmaop__dev_st_relaxed_sys(uint64_t *p, uint64_t v) {
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+/* Payload word i (4 bytes, the tail zero-padded) of the n bytes at s. */
+static __device__ __forceinline__ uint32_t rmaop__dev_inline_word(const unsigned char *s, size_t n, size_t i) {
+  const size_t at = 4 * i;
+  if (at + 4 <= n && (reinterpret_cast<uintptr_t>(s) & 3u) == 0u)
+    return *reinterpret_cast<const uint32_t *>(s + at);
+  uint32_t v = 0;
+  for (size_t b = 0; b < 4 && at + b < n; ++b)
+    v |= (uint32_t)s[at + b] << (8 * b);
+  return v;
+}
+
+static __device__ __forceinline__ void rmaop__dev_inline_unword(unsigned char *d, size_t n, size_t i, uint32_t v) {
+  const size_t at = 4 * i;
+  if (at + 4 <= n && (reinterpret_cast<uintptr_t>(d) & 3u) == 0u) {
+    *reinterpret_cast<uint32_t *>(d + at) = v;
+    return;
+  }
+  for (size_t b = 0; b < 4 && at + b < n; ++b)
+    d[at + b] = (unsigned char)(v >> (8 * b));
+}
+
+/* `lanes` threads, this one `lane`, store the words of an inline message. */
+static __device__ __forceinline__ void rmaop__dev_put_inline(const rmaop_win_device *w, int peer, size_t dst_offset,
+                                                             const void *src, size_t bytes, uint32_t seq, unsigned lane,
+                                                             unsigned lanes) {
+  uint64_t *d = reinterpret_cast<uint64_t *>(w->base[peer] + dst_offset);
+  const unsigned char *s = static_cast<const unsigned char *>(src);
+  const uint64_t tag = (uint64_t)seq << 32;
+  for (size_t i = lane; i < (bytes + 3) / 4; i += lanes)
+    rmaop__dev_st_relaxed_sys(d + i, tag | rmaop__dev_inline_word(s, bytes, i));
+}
+
+/* `lanes` threads, this one `lane`, wait for their words of an inline message and copy the payload out, polling
+ * BATCH of a thread's words at a time (their loads in flight together). Returns 0, or nonzero after the timeout
+ * (recorded for the host). */
+template <int BATCH>
+static __device__ __forceinline__ int rmaop__dev_wait_inline_n(const rmaop_win_device *w, int origin, size_t offset,
+                                                               void *dst, size_t bytes, uint32_t seq, unsigned lane,
+                                                               unsigned lanes) {
+  const uint64_t *p = reinterpret_cast<const uint64_t *>(w->base[w->rank] + offset);
+  unsigned char *d = static_cast<unsigned char *>(dst);
+  const size_t nw = (bytes + 3) / 4;
+  uint64_t start = 0;
+  for (size_t i0 = lane; i0 < nw; i0 += (size_t)lanes * BATCH) {
+    uint64_t v[BATCH];
+    for (;;) {
+#pragma unroll
+      for (int k = 0; k < BATCH; ++k)
+        if (i0 + (size_t)k * lanes < nw)
+          v[k] = rmaop__dev_ld_relaxed_sys(p + i0 + (size_t)k * lanes);
+      int all = 1; /* static indices only: a runtime index would put v in local memory */
+      uint32_t seen = seq;
+#pragma unroll
+      for (int k = 0; k < BATCH; ++k)
+        if (i0 + (size_t)k * lanes < nw && (uint32_t)(v[k] >> 32) != seq)
+          all = 0, seen = (uint32_t)(v[k] >> 32);
+      if (all)
+        break;
+      const uint64_t now = rmaop__dev_globaltimer();
+      if (start == 0)
+        start = now;
+      else if (now - start > w->timeout_ns) {
+        rmaop__dev_wait_gave_up(w, origin, seq, seen);
+        return 1;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < BATCH; ++k)
+      if (i0 + (size_t)k * lanes < nw)
+        rmaop__dev_inline_unword(d, bytes, i0 + (size_t)k * lanes, (uint32_t)v[k]);
+  }
+  return 0;
+}
+
+/* A thread with at most two words polls them one by one; with more, eight at a time. On 2 x H200: 8 B took 1.01
+ * us one by one (a thread) against 1.14 in batches; 1 KiB by a warp 3.27 one by one against 2.21, 64 KiB 146 against
+ * 74 (docs/PERFORMANCE.md). */
+static __device__ __forceinline__ int rmaop__dev_wait_inline(const rmaop_win_device *w, int origin, size_t offset,
+                                                             void *dst, size_t bytes, uint32_t seq, unsigned lane,
+                                                             unsigned lanes) {
+  if ((bytes + 3) / 4 <= 2 * (size_t)lanes)
+    return rmaop__dev_wait_inline_n<1>(w, origin, offset, dst, bytes, seq, lane, lanes);
+  return rmaop__dev_wait_inline_n<8>(w, origin, offset, dst, bytes, seq, lane, lanes);
+}
+
+#if defined(RMAOP_DEVICE_CHECKS)
+static __device__ __forceinline__ void rmaop__dev_check_inline(const rmaop_win_device *w, int peer, size_t off,
+                                                               size_t bytes, uint32_t seq, const char *fn) {
+  RMAOP__DEV_CHECK_PUT(w, peer, off, RMAOP_DEV_INLINE_BYTES(bytes), fn);
+  if ((off & 7u) != 0u || seq == 0u) {
+    printf("%s: rank %d: offset %llu is not a multiple of 8, or sequence number %u is 0 (block %u, thread %u)\n", fn,
+           w->rank, (unsigned long long)off, seq, blockIdx.x, rmaop__dev_tid());
+    __trap();
+  }
+}
+#define RMAOP__DEV_CHECK_INLINE(w, peer, off, bytes, seq, fn)                                                          \
+  rmaop__dev_check_inline((w), (peer), (off), (bytes), (seq), (fn))
+#else
+#define RMAOP__DEV_CHECK_INLINE(w, peer, off, bytes, seq, fn) ((void)0)
+#endif
+
+/** One thread sends @p bytes from @p src as an inline message with sequence number @p seq (nonzero) into rank
+ *  @p peer's window at @p dst_offset (8-byte aligned; RMAOP_DEV_INLINE_BYTES(bytes) bytes there): relaxed stores
+ *  that carry their own signal, no fence (the contract at the top). */
+static __device__ __forceinline__ void rmaop_dev_put_inline(const rmaop_win_device *w, int peer, size_t dst_offset,
+                                                            const void *src, size_t bytes, uint32_t seq) {
+  RMAOP__DEV_CHECK_INLINE(w, peer, dst_offset, bytes, seq, "rmaop_dev_put_inline");
+  rmaop__dev_put_inline(w, peer, dst_offset, src, bytes, seq, 0, 1);
+}
+
+/** The calling warp sends an inline message together (every thread of the warp calls, same arguments): lane l
+ *  stores words l, l + 32, ... (coalesced). */
+static __device__ __forceinline__ void rmaop_dev_put_inline_warp(const rmaop_win_device *w, int peer, size_t dst_offset,
+                                                                 const void *src, size_t bytes, uint32_t seq) {
+  RMAOP__DEV_CHECK_INLINE(w, peer, dst_offset, bytes, seq, "rmaop_dev_put_inline_warp");
+  rmaop__dev_put_inline(w, peer, dst_offset, src, bytes, seq, rmaop__dev_tid() & 31u, rmaop__dev_warp_lanes());
+}
+
+/** One thread waits until the inline message from rank @p origin at @p offset of its own window carries sequence
+ *  number @p seq in every word, and copies its @p bytes to @p dst. Returns 0, or nonzero after the timeout (then
+ *  RMAOP_ERR_TIMEOUT naming @p origin at the context's next synchronization, as rmaop_dev_wait). */
+static __device__ __forceinline__ int rmaop_dev_wait_inline(const rmaop_win_device *w, int origin, size_t offset,
+                                                            void *dst, size_t bytes, uint32_t seq) {
+  RMAOP__DEV_CHECK_PEER(w, origin, "rmaop_dev_wait_inline");
+  RMAOP__DEV_CHECK_INLINE(w, w->rank, offset, bytes, seq, "rmaop_dev_wait_inline");
+  return rmaop__dev_wait_inline(w, origin, offset, dst, bytes, seq, 0, 1);
+}
+
+/** The calling warp waits for an inline message together and copies it out (every thread of the warp calls, same
+ *  arguments); after it, @p dst is complete for every thread of the warp. All get the same result. */
+static __device__ __forceinline__ int rmaop_dev_wait_inline_warp(const rmaop_win_device *w, int origin, size_t offset,
+                                                                 void *dst, size_t bytes, uint32_t seq) {
+  RMAOP__DEV_CHECK_PEER(w, origin, "rmaop_dev_wait_inline_warp");
+  RMAOP__DEV_CHECK_INLINE(w, w->rank, offset, bytes, seq, "rmaop_dev_wait_inline_warp");
+  const int failed =
+      rmaop__dev_wait_inline(w, origin, offset, dst, bytes, seq, rmaop__dev_tid() & 31u, rmaop__dev_warp_lanes());
+  __syncwarp(rmaop__dev_warp_mask()); /* every lane's copy into dst before any lane reads it */
+  return __any_sync(rmaop__dev_warp_mask(), failed);
 }
 
 #endif /* RMAOP_RMAOP_DEVICE_CUH */

@@ -153,9 +153,77 @@ __global__ void __launch_bounds__(DK_LIT_THREADS)
     atomicAdd(&out[0], bad);
 }
 
-__global__ void wait_kernel(const __grid_constant__ rmaop_win_device w, int origin, uint64_t value,
+/* scratch: [2 directions][DK_INLINE_SLOT] sources, then [2 directions][DK_INLINE_SLOT] receive buffers */
+__global__ void __launch_bounds__(DK_INLINE_THREADS)
+    inline_kernel(const __grid_constant__ rmaop_win_device w, int iters, unsigned char *scratch,
+                  unsigned long long *out) {
+  const int me = w.rank, P = w.size;
+  const int right = (me + 1) % P, left = (me + P - 1) % P;
+  const unsigned tid = threadIdx.x, warp = tid / 32;
+  unsigned char *src = scratch, *recv = scratch + 2 * DK_INLINE_SLOT;
+  unsigned long long bad = 0;
+  int failed = 0;
+  for (int it = 0; it < iters && !failed; ++it) {
+    const uint32_t seq = (uint32_t)it + 1;
+    for (int dir = 0; dir < 2; ++dir)
+      for (int m = 0; m < DK_INLINE_MSGS; ++m)
+        for (size_t i = tid; i < dk_inline_len(m); i += blockDim.x)
+          src[dir * DK_INLINE_SLOT + dk_inline_src(m) + i] = dk_pattern(me, dir, (uint64_t)it, DK_NCHUNK + m, i);
+    __syncthreads();
+    /* dir 0 to the right neighbour's "from the left" slot, dir 1 to the left one's; warp 0 sends, warp 1 receives */
+    for (int dir = 0; dir < 2; ++dir) {
+      const int peer = dir == 0 ? right : left;
+      const size_t slot = ((size_t)(it & 1) * 2 + dir) * DK_INLINE_SLOT;
+      const unsigned char *s = src + dir * DK_INLINE_SLOT;
+      if (warp == 0) {
+        if (tid == 5 || tid == 6) {
+          const int m = tid == 5 ? 0 : 2;
+          rmaop_dev_put_inline(&w, peer, slot + dk_inline_off(m), s + dk_inline_src(m), dk_inline_len(m), seq);
+        }
+        rmaop_dev_put_inline_warp(&w, peer, slot + dk_inline_off(1), s + dk_inline_src(1), dk_inline_len(1), seq);
+      }
+    }
+    if (warp == 1)
+      for (int r = 0; r < 2 && !failed; ++r) {
+        const int origin = r == 0 ? left : right;
+        const size_t slot = ((size_t)(it & 1) * 2 + r) * DK_INLINE_SLOT;
+        unsigned char *d = recv + r * DK_INLINE_SLOT;
+        if (tid == 32 + 9 || tid == 32 + 10) {
+          const int m = tid == 32 + 9 ? 0 : 2;
+          failed |=
+              rmaop_dev_wait_inline(&w, origin, slot + dk_inline_off(m), d + dk_inline_dst(m), dk_inline_len(m), seq);
+        }
+        failed |= __any_sync(0xffffffffu, failed);
+        failed |= rmaop_dev_wait_inline_warp(&w, origin, slot + dk_inline_off(1), d + dk_inline_dst(1),
+                                             dk_inline_len(1), seq);
+      }
+    failed = __syncthreads_or(failed);
+    if (failed)
+      break;
+    for (int r = 0; r < 2; ++r) {
+      const int origin = r == 0 ? left : right;
+      for (int m = 0; m < DK_INLINE_MSGS; ++m) {
+        const unsigned char *d = recv + r * DK_INLINE_SLOT + dk_inline_dst(m);
+        const size_t len = dk_inline_len(m);
+        for (size_t i = tid; i < len; i += blockDim.x)
+          bad += d[i] != dk_pattern(origin, r, (uint64_t)it, DK_NCHUNK + m, i);
+        if (tid == (unsigned)m) /* the copy wrote only the payload: the bytes around it are still 0 */
+          bad += (d[-1] != 0) + (d[len] != 0);
+      }
+    }
+    __syncthreads(); /* the checks before the next iteration's copies into recv */
+  }
+  if (failed && tid == 0)
+    out[1] = 1;
+  if (bad)
+    atomicAdd(&out[0], bad);
+}
+
+__global__ void wait_kernel(const __grid_constant__ rmaop_win_device w, int inline_msg, int origin, uint64_t value,
                             unsigned long long *out) {
-  out[1] = (unsigned long long)rmaop_dev_wait(&w, origin, value);
+  uint64_t got = 0;
+  out[1] = (unsigned long long)(inline_msg ? rmaop_dev_wait_inline(&w, origin, 0, &got, sizeof got, (uint32_t)value)
+                                           : rmaop_dev_wait(&w, origin, value));
 }
 
 } // namespace
@@ -172,7 +240,14 @@ extern "C" int dk_litmus(const rmaop_win_device *w, void *stream, int mode, int 
   return (int)cudaGetLastError();
 }
 
-extern "C" int dk_wait(const rmaop_win_device *w, void *stream, int origin, uint64_t value, unsigned long long *out) {
-  wait_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(*w, origin, value, out);
+extern "C" int dk_inline(const rmaop_win_device *w, void *stream, int iters, unsigned char *scratch,
+                         unsigned long long *out) {
+  inline_kernel<<<1, DK_INLINE_THREADS, 0, static_cast<cudaStream_t>(stream)>>>(*w, iters, scratch, out);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int dk_wait(const rmaop_win_device *w, void *stream, int inline_msg, int origin, uint64_t value,
+                       unsigned long long *out) {
+  wait_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(*w, inline_msg, origin, value, out);
   return (int)cudaGetLastError();
 }

@@ -73,13 +73,40 @@ static DK_HD inline uint32_t dk_lit_value(int origin, int dir, int round, int bl
          (uint32_t)block * 0x85ebca6bu ^ (uint32_t)word * 0xc2b2ae35u;
 }
 
+/* Inline messages (dk_inline): every iteration every rank sends DK_INLINE_MSGS inline messages to each neighbour
+ * (the bidirectional ring again, slots by parity): by one thread (13 bytes: 4 words, polled in a batch; 7 bytes:
+ * 2 words, polled one by one) and by a warp (1001 bytes), sizes that leave a partial last word, the threads'
+ * from and into odd addresses (byte loads and stores), the warp's aligned (4-byte words, then a partial one); the
+ * receiver checks the bytes it got against dk_pattern (chunk index DK_NCHUNK + m) and that nothing around them
+ * was written. Window: [2 parities][2 directions][DK_INLINE_SLOT]; message m at dk_inline_off(m) of a slot, its
+ * source and received copy at dk_inline_src(m) and dk_inline_dst(m) of theirs. */
+#define DK_INLINE_MSGS 3
+#define DK_INLINE_SLOT ((size_t)4096)
+#define DK_INLINE_WINDOW (4 * DK_INLINE_SLOT)
+#define DK_INLINE_THREADS 64
+static DK_HD inline size_t dk_inline_len(int m) {
+  return m == 0 ? 13 : m == 1 ? 1001 : 7;
+}
+static DK_HD inline size_t dk_inline_off(int m) {
+  return m == 0 ? 0 : m == 1 ? 64 : 32;
+}
+static DK_HD inline size_t dk_inline_src(int m) {
+  return m == 0 ? 1 : m == 1 ? 128 : 2001;
+}
+static DK_HD inline size_t dk_inline_dst(int m) {
+  return m == 0 ? 3 : m == 1 ? 128 : 2005;
+}
+
 /* Each returns a cudaError_t (0: launched) and enqueues on `stream` (a cudaStream_t). Results in device memory:
  * out[0] mismatches seen by the kernel, out[1] 1 when a wait gave up (the kernel stopped there). */
 int dk_ring(const rmaop_win_device *w, void *stream, int iters, unsigned char *src_scratch, unsigned long long *out);
 int dk_litmus(const rmaop_win_device *w, void *stream, int mode, int rounds, int nblocks, unsigned *counter,
               unsigned long long *out);
-/* One thread waits for the own signal word from `origin` to reach `value`; out[1] = its result. */
-int dk_wait(const rmaop_win_device *w, void *stream, int origin, uint64_t value, unsigned long long *out);
+int dk_inline(const rmaop_win_device *w, void *stream, int iters, unsigned char *scratch, unsigned long long *out);
+/* One thread waits for the own signal word from `origin` to reach `value` (inline: for an 8-byte inline message
+ * with sequence number `value` at offset 0); out[1] = its result. */
+int dk_wait(const rmaop_win_device *w, void *stream, int inline_msg, int origin, uint64_t value,
+            unsigned long long *out);
 
 #ifdef __cplusplus
 }

@@ -10,8 +10,11 @@
  *   litmus   message passing under stress: many blocks store, one release per block (signal_add) or one for
  *            the grid (the last block of a GPU-scope acq_rel counter), the peer's blocks check other blocks'
  *            words after their wait: 0 mismatches.
- *   timeout  with a 2 s timeout rank 0 waits for a signal rank 1 never sends: the kernel returns after ~2 s and
- *            the next rmaop_ctx_synchronize is RMAOP_ERR_TIMEOUT naming rank 1; the other ranks go on.
+ *   inline   inline messages (the payload its own signal) both ways round the ring, by a thread and a warp, odd
+ *            sizes, odd and aligned buffers, slots by parity: every byte received checked in the kernel.
+ *   timeout  with a 2 s timeout rank 0 waits for a signal (then an inline message) rank 1 never sends: the kernel
+ *            returns after ~2 s and the next rmaop_ctx_synchronize is RMAOP_ERR_TIMEOUT naming rank 1; the other
+ *            ranks go on.
  *   errors   NULL arguments, a host window, a GPU window over MPI.
  * At 3-4 ranks GPUs may be shared (rank r on GPU r % GPUs, as the context picks): spinning kernels of two
  * processes then time-slice, so the iteration counts stay small. */
@@ -24,7 +27,7 @@
 #include "devapi_kernels.h"
 #include "rmaop_test.h"
 
-enum { RING_ITERS = 64, LIT_ROUNDS = 200, LIT_BLOCKS = 16, WATCHDOG_S = 120 };
+enum { RING_ITERS = 64, INLINE_ITERS = 500, LIT_ROUNDS = 200, LIT_BLOCKS = 16, WATCHDOG_S = 120 };
 
 #define CUDA_OK(call)                                                                                                  \
   do {                                                                                                                 \
@@ -140,39 +143,64 @@ START_TEST(test_litmus) {
 }
 END_TEST
 
-START_TEST(test_timeout) {
-  const double timeout_s = 2.0;
-  rmaop_ctx_options o;
-  rmaop_ctx_options_init(&o);
-  o.timeout = timeout_s;
-  rmaop_ctx ctx = NULL;
-  RT_OK(rmaop_ctx_create(MPI_COMM_WORLD, &o, &ctx));
+START_TEST(test_inline) {
+  rmaop_ctx ctx = rt_ctx();
   void *base = NULL;
   rmaop_win_device d;
-  rmaop_win win = window(ctx, 4096, &base, &d);
-  unsigned long long *out = results(), res[2] = {0, 0};
-  void *stream = stream_of(ctx); /* collective (RT_OK inside): on every rank, not in rank 0's branch */
-  rt_watchdog(30, "test_gpu_devapi timeout: a device-side wait did not give up");
-  rmaop_status st = RMAOP_OK;
-  double waited = 0;
-  if (rt_rank == 0) { /* rank 1 never signals */
-    const double t0 = MPI_Wtime();
-    st = dk_wait(&d, stream, 1, 1, out) == 0 ? rmaop_ctx_synchronize(ctx) : RMAOP_ERR_CUDA;
-    waited = MPI_Wtime() - t0;
-  }
+  rmaop_win win = window(ctx, DK_INLINE_WINDOW, &base, &d);
+  unsigned char *scratch = NULL;
+  CUDA_OK(cudaMalloc((void **)&scratch, 4 * DK_INLINE_SLOT));
+  CUDA_OK(cudaMemset(scratch, 0, 4 * DK_INLINE_SLOT));
+  unsigned long long *out = results(), res[2];
+  rt_watchdog(WATCHDOG_S, "test_gpu_devapi inline");
+  RT_CHECK(dk_inline(&d, stream_of(ctx), INLINE_ITERS, scratch, out) == 0, "dk_inline did not launch");
+  RT_OK(rmaop_ctx_synchronize(ctx));
   rt_watchdog(0, NULL);
   read_results(out, res);
-  RT_CHECK(rt_rank != 0 || st == RMAOP_ERR_TIMEOUT, "rmaop_ctx_synchronize after a wait in vain -> %s: %s",
-           rmaop_status_string(st), rmaop_ctx_last_error(ctx));
-  RT_CHECK(rt_rank != 0 || (waited >= 0.9 * timeout_s && waited < 5 * timeout_s),
-           "the wait ended after %.2f s with a %.1f s timeout", waited, timeout_s);
-  RT_CHECK(rt_rank != 0 || strstr(rmaop_ctx_last_error(ctx), "rank 1") != NULL,
-           "the timeout message does not name rank 1: %s", rmaop_ctx_last_error(ctx));
-  RT_CHECK(rt_rank != 0 || res[1] != 0, "rmaop_dev_wait returned 0 without the signal");
-  /* Rank 0's context is failed now: its destroys leak; the others' wait for it at most the timeout. */
-  MPI_Barrier(MPI_COMM_WORLD);
+  RT_CHECK(res[1] == 0, "a wait of the inline kernel gave up");
+  RT_CHECK(res[0] == 0, "the inline kernel received %llu wrong bytes in %d iterations", res[0], INLINE_ITERS);
+  CUDA_OK(cudaFree(scratch));
   rmaop_win_destroy(&win);
   rmaop_ctx_destroy(&ctx);
+}
+END_TEST
+
+START_TEST(test_timeout) {
+  for (int inline_msg = 0; inline_msg < 2; ++inline_msg) {
+    const double timeout_s = 2.0;
+    rmaop_ctx_options o;
+    rmaop_ctx_options_init(&o);
+    o.timeout = timeout_s;
+    rmaop_ctx ctx = NULL;
+    RT_OK(rmaop_ctx_create(MPI_COMM_WORLD, &o, &ctx));
+    void *base = NULL;
+    rmaop_win_device d;
+    rmaop_win win = window(ctx, 4096, &base, &d);
+    unsigned long long *out = results(), res[2] = {0, 0};
+    void *stream = stream_of(ctx); /* collective (RT_OK inside): on every rank, not in rank 0's branch */
+    rt_watchdog(30, "test_gpu_devapi timeout: a device-side wait did not give up");
+    rmaop_status st = RMAOP_OK;
+    double waited = 0;
+    if (rt_rank == 0) { /* rank 1 never signals */
+      const double t0 = MPI_Wtime();
+      st = dk_wait(&d, stream, inline_msg, 1, 1, out) == 0 ? rmaop_ctx_synchronize(ctx) : RMAOP_ERR_CUDA;
+      waited = MPI_Wtime() - t0;
+    }
+    rt_watchdog(0, NULL);
+    read_results(out, res);
+    RT_CHECK(rt_rank != 0 || st == RMAOP_ERR_TIMEOUT, "rmaop_ctx_synchronize after a wait in vain -> %s: %s",
+             rmaop_status_string(st), rmaop_ctx_last_error(ctx));
+    RT_CHECK(rt_rank != 0 || (waited >= 0.9 * timeout_s && waited < 5 * timeout_s),
+             "the wait ended after %.2f s with a %.1f s timeout", waited, timeout_s);
+    RT_CHECK(rt_rank != 0 || strstr(rmaop_ctx_last_error(ctx), "rank 1") != NULL,
+             "the timeout message does not name rank 1: %s", rmaop_ctx_last_error(ctx));
+    RT_CHECK(rt_rank != 0 || res[1] != 0, "%s returned 0 without the message",
+             inline_msg ? "rmaop_dev_wait_inline" : "rmaop_dev_wait");
+    /* Rank 0's context is failed now: its destroys leak; the others' wait for it at most the timeout. */
+    MPI_Barrier(MPI_COMM_WORLD);
+    rmaop_win_destroy(&win);
+    rmaop_ctx_destroy(&ctx);
+  }
 }
 END_TEST
 
@@ -225,6 +253,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_errors);
   tcase_add_test(tc, test_ring);
   tcase_add_test(tc, test_litmus);
+  tcase_add_test(tc, test_inline);
   tcase_add_test(tc, test_timeout); /* last: it leaves rank 0's context failed (destroyed, leaked) */
   suite_add_tcase(s, tc);
   return s;
