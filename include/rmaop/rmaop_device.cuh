@@ -67,8 +67,9 @@
  * store is single-copy atomic: no word is seen half-written), and rmaop_dev_wait_inline polls the words until
  * every one carries the expected sequence number, then copies the payload out. No fence on either side: a word
  * with the right number holds the right 4 bytes. The rules:
- * - The message takes RMAOP_DEV_INLINE_BYTES(bytes) = 8 ceil(bytes / 4) bytes of the target's window at an
- *   8-byte aligned offset (a slot). The window starts zeroed (rmaop_win_allocate on ipc), so sequence numbers
+ * - The message (at least 1 byte: an empty one has no word to carry its signal; rmaop_dev_signal is that) takes
+ *   RMAOP_DEV_INLINE_BYTES(bytes) = 8 ceil(bytes / 4) bytes of the target's window at an 8-byte aligned offset
+ *   (a slot). The window starts zeroed (rmaop_win_allocate on ipc), so sequence numbers
  *   start at 1; a slot's next message needs a number that none of its words holds, e.g. a counter that grows by
  *   one per message (it wraps after 2^32 messages to one slot: 0 is then skipped by the caller).
  * - It orders nothing else: it is not a release, and its wait is not an acquire. Data that must be visible with
@@ -76,8 +77,8 @@
  * - Reuse of a slot is the caller's protocol, as for puts: the origin must not store the next message into a slot
  *   before the target has read the previous one (a reply, or two slots by parity where each pair exchanges both
  *   ways); a new message over an unread one makes the target wait for a number it never sees (the timeout).
- * - Twice the bytes cross the link: worth it up to a few KiB, where a signal's release costs more than the
- *   doubled transfer.
+ * - Twice the bytes cross the link: worth it below about 1 KiB (on 2 x H200, 8 B: 1.0 us against a put +
+ *   signal's 1.9-2.0; 1 KiB by a warp 2.2 against a block's put + signal 1.9; docs/PERFORMANCE.md).
  *
  * Bounds: offsets and sizes are not checked in device code (a put past a window's end writes into whatever
  * follows it in the peer's GPU memory); the peers' window sizes are in rmaop_win_device.bytes. Compile with
@@ -451,9 +452,10 @@ static __device__ __forceinline__ int rmaop__dev_wait_inline(const rmaop_win_dev
 static __device__ __forceinline__ void rmaop__dev_check_inline(const rmaop_win_device *w, int peer, size_t off,
                                                                size_t bytes, uint32_t seq, const char *fn) {
   RMAOP__DEV_CHECK_PUT(w, peer, off, RMAOP_DEV_INLINE_BYTES(bytes), fn);
-  if ((off & 7u) != 0u || seq == 0u) {
-    printf("%s: rank %d: offset %llu is not a multiple of 8, or sequence number %u is 0 (block %u, thread %u)\n", fn,
-           w->rank, (unsigned long long)off, seq, blockIdx.x, rmaop__dev_tid());
+  if ((off & 7u) != 0u || seq == 0u || bytes == 0u) {
+    printf("%s: rank %d: offset %llu is not a multiple of 8, sequence number %u is 0, or the message is empty (%llu "
+           "bytes; block %u, thread %u)\n",
+           fn, w->rank, (unsigned long long)off, seq, (unsigned long long)bytes, blockIdx.x, rmaop__dev_tid());
     __trap();
   }
 }
