@@ -663,6 +663,27 @@ static void print_device(const devres *d, const double lat_nccl, const double la
   }
   for (int lib = 0; lib < NDLIB; ++lib)
     if (d->why[lib][0]) printf("%s device-initiated: n/a from here on: %s\n", lib_name[lib], d->why[lib]);
+  /* the 8 B row's best form of each library (0: not measured), against the target of 1.5 us and NVSHMEM */
+  static const char *const form_name[NDFORM] = {"signal", "put + signal, thread", "put + signal, block",
+                                                "inline, thread", "inline, warp"};
+  double best[NDLIB] = {0, 0};
+  int best_form = DEV_THREAD;
+  for (int lib = 0; lib < NDLIB; ++lib)
+    for (int form = DEV_THREAD; form < NDFORM; ++form) {
+      const double t = d->half[lib][form][0];
+      if (t > 0 && !d->bad[lib][form][0] && (best[lib] == 0 || t < best[lib])) {
+        best[lib] = t;
+        if (lib == LIB_RMAOP)
+          best_form = form;
+      }
+    }
+  if (best[LIB_RMAOP] > 0)
+    printf("8 B device-initiated, best of each: rmaop %.2f us (%s), NVSHMEM %s%.2f us; target <= 1.50 us and below "
+           "NVSHMEM: %s\n",
+           1e6 * best[LIB_RMAOP], form_name[best_form], best[LIB_NVSHMEM] > 0 ? "" : "n/a ", 1e6 * best[LIB_NVSHMEM],
+           best[LIB_RMAOP] <= 1.5e-6 && (best[LIB_NVSHMEM] == 0 || best[LIB_RMAOP] < best[LIB_NVSHMEM])
+               ? (best[LIB_NVSHMEM] > 0 ? "MET" : "MET (NVSHMEM not measured)")
+               : "NOT MET");
   printf("('!': a rank did not find the peer's bytes after that row; '-': not run)\n");
   printf("this run, 8 B, half a round trip: NCCL send/recv %s%.2f us, rmaop epoch (host calls) %s%.2f us, rmaop "
          "plan epochs (stream-ordered) %s%.2f us\n", lat_nccl > 0 ? "" : "n/a ", 1e6 * lat_nccl,
