@@ -722,6 +722,7 @@ const rmaop_backend rmaop__rma_backend = {
     .plan_end = plan_end,
     .plan_capture_refusal = plan_capture_refusal,
     .ctx_capturable = ctx_capturable,
+    .while_bodies = 1, /* its captured work is kernels and memops on the stream */
     .reduce_begin = reduce_begin,
     .reduce_end = reduce_end,
     .reduce_transport = reduce_transport,

@@ -49,6 +49,11 @@ typedef struct rmaop_backend {
   /* Optional: 1 when every plan and device reduction of this device context can be captured (what
    * rmaop_ctx_get_info reports as graph_capture). NULL: only on one rank. */
   int (*ctx_capturable)(rmaop_ctx ctx);
+  /* 1 when the work this backend's plans and device reductions capture can also go into the body of a conditional
+   * (WHILE) node, so that a whole solve is one graph (RMAOP_SOLVER_SCALARS=while); 0: a graph per iteration at
+   * most (NCCL's captured work in a WHILE body fails to instantiate, cudaErrorInvalidValue on 2 x H200). One rank
+   * always can. */
+  int while_bodies;
   /* Reduction of `count` doubles (collective); out valid after reduce_end. The result must be identical on
    * every rank. *req is backend state freed by reduce_end. */
   rmaop_status (*reduce_begin)(rmaop_ctx ctx, const double *in, double *out, int64_t count, rmaop_redop op,

@@ -158,11 +158,10 @@ static rmaop_status capture_agreed(const dev_solver *v, rmaop_status st, uint64_
   return RMAOP_OK;
 }
 
-/* Whether the context's exchanges can go into a conditional node's body: one rank, or the rma backend. NCCL's
- * captured work cannot (its graph with a WHILE node fails to instantiate: cudaErrorInvalidValue on 2 x H200); the
- * other paths refuse capture anyway. The same on every rank. */
+/* Whether the context's exchanges can go into a conditional node's body (the backend's while_bodies, or one rank).
+ * The same on every rank. */
 static int while_backend(rmaop_ctx ctx) {
-  return ctx->size == 1 || strcmp(ctx->backend->name, "rma") == 0;
+  return ctx->size == 1 || ctx->backend->while_bodies;
 }
 
 /* Whether a Krylov solve runs as one CUDA graph: under RMAOP_SOLVER_SCALARS=while, and resident for the solves its
@@ -236,7 +235,12 @@ out:
  * in vain, as the host loop's after a tolerance stop). */
 static rmaop_status cg_while_body(const dev_solver *v, const rmaop_solver_options *o, uint64_t cond, double *w) {
   RMAOP_CHECK(v->part(v, 2, 0));
-  const rmaop__while_test t = {RMAOP__CG_BREAKDOWN, v->hist_slot, RMAOP__CG_KOLD, -1, RMAOP__CG_KOLD, o->tol};
+  const rmaop__while_test t = {.brk = RMAOP__CG_BREAKDOWN,
+                               .rec0 = v->hist_slot,
+                               .rec1 = RMAOP__CG_KOLD,
+                               .zero = -1,
+                               .above = RMAOP__CG_KOLD,
+                               .tol = o->tol};
   RMAOP_CHECK(rmaop__dev_while_stop(v->A->ctx, cond, v->d + 8, t, o->niter, w));
   return v->part(v, 2, 1);
 }
@@ -476,7 +480,8 @@ static rmaop_status ahead_loop(const dev_solver *v, const rmaop_solver_options *
  * inside it): an iteration's part and the stop test on the device's sticky stop. */
 static rmaop_status pipecg_while_body(const dev_solver *v, const rmaop_solver_options *o, uint64_t cond, double *w) {
   RMAOP_CHECK(pipecg_part(v, 2, 0));
-  const rmaop__while_test t = {-1, RMAOP__PCG_GAMMA, RMAOP__PCG_STOP, RMAOP__PCG_STOP, -1, 0.0};
+  const rmaop__while_test t = {
+      .brk = -1, .rec0 = RMAOP__PCG_GAMMA, .rec1 = RMAOP__PCG_STOP, .zero = RMAOP__PCG_STOP, .above = -1, .tol = 0.0};
   return rmaop__dev_while_stop(v->A->ctx, cond, v->d + 8, t, o->niter, w);
 }
 
@@ -603,7 +608,8 @@ static rmaop_status lsqr_read(const dev_solver *v, const rmaop_solver_options *o
 /* LSQR's body: an iteration and the stop test. */
 static rmaop_status lsqr_while_body(const dev_solver *v, const rmaop_solver_options *o, uint64_t cond, double *w) {
   RMAOP_CHECK(lsqr_part(v, 2, 0));
-  const rmaop__while_test t = {LSQR_BREAKDOWN, LSQR_R1NORM, LSQR_ISTOP, LSQR_ISTOP, -1, 0.0};
+  const rmaop__while_test t = {
+      .brk = LSQR_BREAKDOWN, .rec0 = LSQR_R1NORM, .rec1 = LSQR_ISTOP, .zero = LSQR_ISTOP, .above = -1, .tol = 0.0};
   return rmaop__dev_while_stop(v->A->ctx, cond, v->d + 8, t, o->niter - 1, w);
 }
 
