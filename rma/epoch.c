@@ -62,6 +62,11 @@
 
 #include "device/device.h"
 
+/* The transport of the flags towards `peer`: host flags in a public epoch of a GPU window that has them. */
+static const rma_transport *flag_tp(rmaop_win w, int peer) {
+  return (w->flags & RMA_EPOCH_HOST_FLAGS) ? &rma__transport_ipc_host : w->ftp[peer];
+}
+
 static int skips_ready(rmaop_win w, int peer) {
   return (w->flags & RMA_EPOCH_SKIP_READY_MUTUAL) && w->role[peer] == (RMA_ROLE_TARGET | RMA_ROLE_ORIGIN);
 }
@@ -172,9 +177,11 @@ static rmaop_status wait_flags(rmaop_win w, int sig, int n, const int *peers, co
                                const char *step) {
   if (n == 0)
     return RMAOP_OK;
-  if (w->device) { /* stream-side: the stream waits (and gives up on the GPU), the host goes on */
+  /* GPU windows: stream-side, the stream waits (and gives up on the GPU) and the host goes on; but over host flags a
+   * target's end waits on the host, where a public end must come back anyway (it promises host visibility). */
+  if (w->device && !((w->flags & RMA_EPOCH_HOST_FLAGS) && sig == SIG_DONE)) {
     for (int i = 0; i < n; ++i)
-      RMAOP_CHECK(w->ftp[peers[i]]->wait_flag(w, slot_of(w, sig, peers[i]), want_of ? want_of[peers[i]] : want));
+      RMAOP_CHECK(flag_tp(w, peers[i])->wait_flag(w, slot_of(w, sig, peers[i]), want_of ? want_of[peers[i]] : want));
     return RMAOP_OK;
   }
   int *left = w->scratch, *gave_up = w->scratch + w->size;
@@ -188,7 +195,7 @@ static rmaop_status wait_flags(rmaop_win w, int sig, int n, const int *peers, co
     for (int i = 0; i < nleft; ++i) {
       const int p = left[i];
       int64_t v = 0;
-      RMAOP_CHECK(w->ftp[p]->read_flag(w, slot_of(w, sig, p), &v));
+      RMAOP_CHECK(flag_tp(w, p)->read_flag(w, slot_of(w, sig, p), &v));
       if (v == RMA_FLAG_ABORT)
         gave_up[ngave_up++] = p;
       else if (v < (want_of ? want_of[p] : want)) {
@@ -271,7 +278,7 @@ static rmaop_status flags_begin(rmaop_win w) {
     const int64_t k = ++w->in_epochs[o];
     if (skips_ready(w, o) || w->ready_sent[o] >= k)
       continue;
-    RMAOP_CHECK(w->ftp[o]->notify(w, o, slot_of(w, SIG_READY, w->rank), k));
+    RMAOP_CHECK(flag_tp(w, o)->notify(w, o, slot_of(w, SIG_READY, w->rank), k));
     w->ready_sent[o] = k;
   }
   int *wait = w->scratch + 2 * w->size, n = 0;
@@ -288,7 +295,7 @@ static rmaop_status flags_begin(rmaop_win w) {
 static rmaop_status notify_done(rmaop_win w) {
   for (int i = 0; i < w->ntargets; ++i) {
     const int t = w->targets[i];
-    RMAOP_CHECK(w->ftp[t]->notify(w, t, slot_of(w, SIG_DONE, w->rank), w->out_epochs[t]));
+    RMAOP_CHECK(flag_tp(w, t)->notify(w, t, slot_of(w, SIG_DONE, w->rank), w->out_epochs[t]));
   }
   return RMAOP_OK;
 }
@@ -318,7 +325,7 @@ rmaop_status rma__post_ready(rmaop_win w) {
     const int64_t next = w->in_epochs[o] + 1;
     if (skips_ready(w, o) || w->ready_sent[o] >= next)
       continue;
-    RMAOP_CHECK(w->ftp[o]->notify(w, o, slot_of(w, SIG_READY, w->rank), next));
+    RMAOP_CHECK(flag_tp(w, o)->notify(w, o, slot_of(w, SIG_READY, w->rank), next));
     w->ready_sent[o] = next;
   }
   return step_done(w, 0);
@@ -435,6 +442,8 @@ static rmaop_status fence_end(rmaop_win w) {
 rmaop_status rma__epoch_begin(rmaop_win w, int ntargets, const int *targets, int norigins, const int *origins,
                               unsigned flags) {
   RMAOP_CHECK(set_peers(w, ntargets, targets, norigins, origins));
+  if (!(w->device && rma__ipc_host_flags(w)))
+    flags &= ~(unsigned)RMA_EPOCH_HOST_FLAGS;
   w->flags = flags;
   /* GPU memory over MPI: MPI reads and writes device memory outside the stream's order, so what the
    * stream was computing into it (the data to put, the staging being unpacked) must be done first. */

@@ -426,6 +426,8 @@ static const rmaop__config_entry rma_rows[] = {
     {"RMAOP_IPC_STORE_MAX", "65536", "bytes",
      "on the kernel path, ipc puts up to this size are stores from the kernel"},
     {"RMAOP_IPC_PATH", "auto", "auto|kernel|copy", "how the ipc transport moves small epochs to a peer"},
+    {"RMAOP_IPC_HOST_FLAGS", "1", "0|1",
+     "public epochs of GPU windows exchange \"ready\" and \"done\" through host memory (0: through GPU memory)"},
     {"RMAOP_RMA_DIRECT_MIN", "32768", "bytes, 0 = off",
      "host memory, lock: all-to-all blocks of at least this size go straight into the peer's destination"},
 };
@@ -446,6 +448,9 @@ static rmaop_status settings_parse(rmaop_ctx ctx, const rmaop_ctx_options *o, vo
   RMAOP_CHECK(rmaop__parse_name(ctx, "ipc path (RMAOP_IPC_PATH)", rmaop__option_value(o->rma.ipc_path, "RMAOP_IPC_PATH"),
                                 ipc_path_names, &i));
   st->ipc_path = i;
+  double host_flags = 0;
+  RMAOP_CHECK(rmaop__option_number(ctx, "RMAOP_IPC_HOST_FLAGS", 1, 0, 1, "0 or 1", &host_flags));
+  st->ipc_host_flags = host_flags != 0;
   double direct_min = 0;
   RMAOP_CHECK(
       rmaop__option_number(ctx, "RMAOP_RMA_DIRECT_MIN", 1, 0, 0x1p40, "a byte count in [0, 2^40]", &direct_min));

@@ -43,6 +43,11 @@ extern const rma_transport rma__transport_dev_self;
 /* Node-local GPU memory through CUDA IPC (transport_ipc.c); also the own rank of a GPU window. In a
  * build without CUDA every call returns RMAOP_ERR_UNSUPPORTED (no GPU window can exist there). */
 extern const rma_transport rma__transport_ipc;
+/* The same with the flags of public epochs in host memory (transport_ipc.c, "Host flags"): "ready" and "done" are
+ * host stores once the stream is idle (done: once this rank's puts are complete); the origin's stream waits for
+ * "ready" there, the target's host for "done". Used by epoch.c when rma__ipc_host_flags holds and the epoch is public.
+ */
+extern const rma_transport rma__transport_ipc_host;
 
 /* Largest piece handed to one MPI_Put/MPI_Get: MPI-3.1 RMA counts are int. (Overridable so a test
  * build can exercise the splitting with small buffers.) */
@@ -57,6 +62,10 @@ enum {
    * and an origin of the epoch (host pscw does not: its "ready" says the target posted), and fence skips the opening
    * fence when the previous closing fence left an epoch open. rma_backend.c gives the argument for why that is safe. */
   RMA_EPOCH_SKIP_READY_MUTUAL = 1u << 0,
+  /* A public epoch (rmaop_win_epoch_begin): a GPU window whose host flags exist exchanges "ready" and "done" through
+   * them, so a target enqueues nothing and waits on the host, and an origin's epoch is its puts behind one stream-side
+   * wait (one kernel on the kernel path, a memop and the copies on the copy path). epoch.c clears it elsewhere. */
+  RMA_EPOCH_HOST_FLAGS = 1u << 1,
 };
 
 enum { RMA_ROLE_TARGET = 1, RMA_ROLE_ORIGIN = 2 };
@@ -174,6 +183,8 @@ rmaop_status rma__ipc_build(rmaop_win w, void *user_base, size_t bytes);
 /* Collective when w->built: drains the stream, then a barrier (no peer may still write into memory
  * about to be freed), then unmaps and frees. Never fails loudly. */
 void rma__ipc_free(rmaop_win w);
+/* Whether this GPU window has its public epochs' host flags (every rank mapped them; RMAOP_IPC_HOST_FLAGS=1). */
+int rma__ipc_host_flags(rmaop_win w);
 /* Whether epochs of this GPU window may be captured into a CUDA graph: the kernel path, whose flag
  * values come from device counters. */
 int rma__ipc_graph_ok(rmaop_win w);

@@ -55,7 +55,10 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include "core/shmem.h"
 #include "device/device.h"
 #include "device/gpu_check.h"
 #include "ipc_batch.h"
@@ -79,6 +82,7 @@ typedef struct {
   uint64_t data_offset; /* window start inside the allocation `data` names (user memory may be interior) */
   int32_t has_data;     /* 0: empty window, no handle */
   int32_t pad;
+  int64_t hflags_owner; /* rank 0: the host flag segment (pid << 32 | fd), 0 when it has none */
 } ipc_card;
 
 typedef struct {
@@ -95,6 +99,15 @@ typedef struct {
   int64_t *snap;          /* [2P] host value of each counter at its last entry */
   int64_t *waited;        /* copy path: [2P] the last value a stream memop waits for in each own slot (-1: none) */
   int released;           /* ipc_release ran: the own flags were advanced past every wait */
+  /* Host flags of the public epochs ("Host flags" above): [P][2P] uint32, rank r's slots at r * 2P, in one node-shared
+   * segment that rank 0 makes; every rank maps and registers it (cudaHostRegisterMapped). NULL on every rank when
+   * one rank could not, or RMAOP_IPC_HOST_FLAGS=0. */
+  uint32_t *hflags;     /* host address of the area */
+  uint32_t *hflags_dev; /* its device address */
+  size_t hflags_bytes;
+  int hflags_fd;         /* rank 0: the segment's descriptor until every rank opened it; else -1 */
+  int hflags_registered; /* cudaHostRegister succeeded here */
+  int64_t *hwaited;      /* copy path: [2P] the last value a stream memop waits for in each own host slot (-1: none) */
 } ipc_state;
 
 #define STREAM(w) ((cudaStream_t)(w)->ctx->stream)
@@ -251,6 +264,31 @@ static rma_ipc_flag flag_entry(rmaop_win w, uint32_t *addr, int idx, int64_t val
   return f;
 }
 
+/* A stream-side wait until this rank's slot `slot`, at device address `flag` (GPU or host memory), holds `value`;
+ * `waited` (copy path) records it for ipc_release. */
+static rmaop_status enqueue_wait(rmaop_win w, uint32_t *flag, int slot, int64_t value, int64_t *waited,
+                                 unsigned memop_flags) {
+  ipc_state *s = w->ipc;
+  rma_ipc_batch *b = &s->batch;
+  if (s->kernel) {
+    /* "ready" from target t = slot counts out_epochs[t] (counter t); "done" from origin o = slot - P counts
+     * in_epochs[o] (counter P + o): the counter is the slot */
+    const rma_ipc_flag f = flag_entry(w, flag, slot, value);
+    if (b->ncopy + b->nwrite + b->nwait == 0 && b->npre < RMA_IPC_BATCH_MAX) {
+      b->pre[b->npre++] = f; /* before anything else of the batch: may go ahead of later stores */
+      return RMAOP_OK;
+    }
+    if (b->nwait == RMA_IPC_BATCH_MAX)
+      RMAOP_CHECK(launch_batch(w));
+    b->wait[b->nwait++] = f;
+    return RMAOP_OK;
+  }
+  RMAOP_CHECK(launch_batch(w));
+  IPC_CHECK_CU(w->ctx, drv.wait_value32((CUstream)STREAM(w), dptr(flag), (cuuint32_t)value, memop_flags));
+  waited[slot] = (int64_t)(uint32_t)value;
+  return RMAOP_OK;
+}
+
 static rmaop_status ipc_notify(rmaop_win w, int peer, int slot, int64_t value) {
   ipc_state *s = w->ipc;
   rma_ipc_batch *b = &s->batch;
@@ -271,26 +309,7 @@ static rmaop_status ipc_notify(rmaop_win w, int peer, int slot, int64_t value) {
 
 static rmaop_status ipc_wait_flag(rmaop_win w, int slot, int64_t value) {
   ipc_state *s = w->ipc;
-  rma_ipc_batch *b = &s->batch;
-  if (s->kernel) {
-    /* "ready" from target t = slot counts out_epochs[t] (counter t); "done" from origin o = slot - P counts
-     * in_epochs[o] (counter P + o): the counter is the slot */
-    const int idx = slot;
-    const rma_ipc_flag f = flag_entry(w, s->ctrl + slot, idx, value);
-    if (b->ncopy + b->nwrite + b->nwait == 0 && b->npre < RMA_IPC_BATCH_MAX) {
-      b->pre[b->npre++] = f; /* before anything else of the batch: may go ahead of later stores */
-      return RMAOP_OK;
-    }
-    if (b->nwait == RMA_IPC_BATCH_MAX)
-      RMAOP_CHECK(launch_batch(w));
-    b->wait[b->nwait++] = f;
-    return RMAOP_OK;
-  }
-  RMAOP_CHECK(launch_batch(w));
-  IPC_CHECK_CU(w->ctx,
-               drv.wait_value32((CUstream)STREAM(w), dptr(s->ctrl + slot), (cuuint32_t)value, s->wait_flags));
-  s->waited[slot] = (int64_t)(uint32_t)value;
-  return RMAOP_OK;
+  return enqueue_wait(w, s->ctrl + slot, slot, value, s->waited, s->wait_flags);
 }
 
 /* The copy path's release (rmaop__dev_release_add): a stream memop wait cannot time out, so when a host wait
@@ -305,6 +324,15 @@ static void ipc_release(void *arg, char *who, size_t n) {
   const int P2 = 2 * w->size;
   if (!s || s->released || !s->ctrl)
     return;
+  if (s->hflags && s->hwaited) { /* the public epochs' waits on host slots: released the same way */
+    uint32_t *mine = s->hflags + (size_t)w->rank * (size_t)P2;
+    for (int i = 0; i < P2; ++i) {
+      const uint32_t v = __atomic_load_n(&mine[i], __ATOMIC_ACQUIRE);
+      if (s->hwaited[i] >= 0 && (int32_t)(v - (uint32_t)s->hwaited[i]) < 0)
+        rmaop__dev_release_name(who, n, i < w->size ? i : i - w->size);
+      __atomic_fetch_add(&mine[i], 1u << 30, __ATOMIC_RELEASE);
+    }
+  }
   uint32_t *v = malloc((size_t)P2 * sizeof *v);
   if (!v || cudaMemcpy(v, s->ctrl, (size_t)P2 * sizeof *v, cudaMemcpyDeviceToHost) != cudaSuccess) {
     free(v);
@@ -340,6 +368,55 @@ const rma_transport rma__transport_ipc = {
     .read_flag = ipc_read_flag,
     .wait_flag = ipc_wait_flag,
 };
+
+/* ---- host flags: the public epochs' "ready" and "done" ---- */
+
+static uint32_t *host_slot(rmaop_win w, uint32_t *area, int rank, int slot) {
+  return area + (size_t)rank * 2 * (size_t)w->size + (size_t)slot;
+}
+
+/* A host store, once the stream has finished everything enqueued before it: for "ready", what may still read the
+ * window; for "done", this rank's puts. The drain is what makes a copy engine's stores into the peer's GPU visible
+ * to whoever sees the flag (a stream memop into host memory right after the copy was seen to arrive first, 2 x H200),
+ * and a public end synchronizes the host anyway. */
+static rmaop_status host_notify(rmaop_win w, int peer, int slot, int64_t value) {
+  ipc_state *s = w->ipc;
+  RMAOP_CHECK(launch_batch(w));
+  if (cudaStreamQuery(STREAM(w)) != cudaSuccess) /* busy, or an error that the drain reports */
+    RMAOP_CHECK(rmaop__dev_drain(w->ctx, slot < w->size ? "rma ipc epoch begin" : "rma ipc epoch end"));
+  __atomic_store_n(host_slot(w, s->hflags, peer, slot), (uint32_t)value, __ATOMIC_RELEASE);
+  return RMAOP_OK;
+}
+
+/* The own host slot, widened to the pair's 64-bit count it is nearest to (a slot holds the count's low 32 bits). */
+static rmaop_status host_read_flag(rmaop_win w, int slot, int64_t *value) {
+  ipc_state *s = w->ipc;
+  const uint32_t v = __atomic_load_n(host_slot(w, s->hflags, w->rank, slot), __ATOMIC_ACQUIRE);
+  const int64_t near = slot < w->size ? w->out_epochs[slot] : w->in_epochs[slot - w->size];
+  *value = near - (int32_t)((uint32_t)near - v);
+  return RMAOP_OK;
+}
+
+static rmaop_status host_wait_flag(rmaop_win w, int slot, int64_t value) {
+  ipc_state *s = w->ipc;
+  return enqueue_wait(w, host_slot(w, s->hflags_dev, w->rank, slot), slot, value, s->hwaited, CU_STREAM_WAIT_VALUE_GEQ);
+}
+
+const rma_transport rma__transport_ipc_host = {
+    .name = "ipc",
+    .kind = RMAOP_TRANSPORT_IPC,
+    .put = ipc_put,
+    .get = ipc_get,
+    .flush = ipc_flush,
+    .notify = host_notify,
+    .read_flag = host_read_flag,
+    .wait_flag = host_wait_flag,
+};
+
+int rma__ipc_host_flags(rmaop_win w) {
+  const ipc_state *s = w->ipc;
+  return s && s->hflags;
+}
 
 /* ---- the device-side API's handle (rmaop_win_device_handle) ---- */
 
@@ -433,6 +510,14 @@ static rmaop_status make_local(rmaop_win w, void *user_base, size_t bytes, ipc_c
     }
   }
   w->bytes = bytes;
+  s->hflags_fd = -1;
+  if (w->rank == 0 && rma__settings(ctx)->ipc_host_flags) { /* no segment: the GPU flags (map_host_flags) */
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    int64_t owner = 0;
+    s->hflags_bytes = (P * 2 * P * sizeof *s->hflags + page - 1) / page * page;
+    s->hflags = (uint32_t *)rmaop__shm_segment_make(s->hflags_bytes, &owner, &s->hflags_fd);
+    card->hflags_owner = s->hflags ? owner : 0;
+  }
   RMAOP_CHECK(rmaop__dev_malloc(ctx, flag_area_bytes(P), "ipc window flags", (void **)&s->ctrl));
   /* The zero fill (cudaMemset, legacy default stream) must be complete before any peer can write a
    * flag. Not cudaDeviceSynchronize: the context's stream may be waiting for a flag that a peer only
@@ -487,6 +572,67 @@ static rmaop_status map_peers(rmaop_win w, const ipc_card *cards) {
   return RMAOP_OK;
 }
 
+static void drop_host_flags(rmaop_win w) {
+  ipc_state *s = w->ipc;
+  if (s->hflags_registered)
+    (void)cudaHostUnregister(s->hflags);
+  if (s->hflags)
+    munmap(s->hflags, s->hflags_bytes);
+  if (s->hflags_fd >= 0)
+    close(s->hflags_fd);
+  s->hflags = s->hflags_dev = NULL;
+  s->hflags_registered = 0;
+  s->hflags_fd = -1;
+  free(s->hwaited);
+  s->hwaited = NULL;
+}
+
+/* This rank's mapping of rank 0's host flag segment, registered for its GPU; 0 when anything failed. Local. */
+static int map_host_flags(rmaop_win w, const ipc_card *cards) {
+  ipc_state *s = w->ipc;
+  const size_t P2 = 2 * (size_t)w->size;
+  if (!cards[0].hflags_owner)
+    return 0;
+  if (w->rank != 0) {
+    s->hflags = (uint32_t *)rmaop__shm_segment_open(cards[0].hflags_owner, &s->hflags_bytes);
+    if (!s->hflags || s->hflags_bytes < (size_t)w->size * P2 * sizeof *s->hflags)
+      return 0;
+  }
+  void *d = NULL;
+  if (cudaHostRegister(s->hflags, s->hflags_bytes, cudaHostRegisterMapped | cudaHostRegisterPortable) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  s->hflags_registered = 1;
+  if (cudaHostGetDevicePointer(&d, s->hflags, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  s->hflags_dev = d;
+  if (!s->kernel) {
+    if (!(s->hwaited = malloc(P2 * sizeof *s->hwaited)))
+      return 0;
+    for (size_t i = 0; i < P2; ++i)
+      s->hwaited[i] = -1;
+  }
+  return 1;
+}
+
+/* Collective: the host flags exist on every rank or on none (then the public epochs use the GPU flags). Never an
+ * error: they are an optimization. Rank 0's descriptor closes here, after every rank has opened the segment. */
+static void agree_host_flags(rmaop_win w, int mine) {
+  ipc_state *s = w->ipc;
+  int all = 0;
+  if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, w->ctx->comm) != MPI_SUCCESS)
+    all = 0;
+  if (!all)
+    drop_host_flags(w);
+  if (s->hflags_fd >= 0) {
+    close(s->hflags_fd);
+    s->hflags_fd = -1;
+  }
+}
+
 rmaop_status rma__ipc_build(rmaop_win w, void *user_base, size_t bytes) {
   rmaop_ctx ctx = w->ctx;
   ipc_card mine;
@@ -500,6 +646,8 @@ rmaop_status rma__ipc_build(rmaop_win w, void *user_base, size_t bytes) {
   if (st == RMAOP_OK) {
     int rc = MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, cards, (int)sizeof mine, MPI_BYTE, ctx->comm);
     st = rc == MPI_SUCCESS ? map_peers(w, cards) : rmaop__mpi_error(ctx, rc, __FILE__, __LINE__, "MPI_Allgather");
+    if (rc == MPI_SUCCESS) /* every rank: map_peers is local */
+      agree_host_flags(w, st == RMAOP_OK && map_host_flags(w, cards));
   }
   free(cards);
   return st;
@@ -541,6 +689,7 @@ void rma__ipc_free(rmaop_win w) {
     if (s->peer_ctrl && s->peer_ctrl[r])
       cudaIpcCloseMemHandle(s->peer_ctrl[r]);
   }
+  drop_host_flags(w);
   rmaop__dev_free(s->alloc);
   rmaop__dev_free(s->ctrl);
   free(s->waited);
@@ -575,6 +724,19 @@ const rma_transport rma__transport_ipc = {
     .read_flag = nc_read_flag,
     .wait_flag = nc_wait_flag,
 };
+const rma_transport rma__transport_ipc_host = {
+    .name = "ipc",
+    .kind = RMAOP_TRANSPORT_IPC,
+    .put = nc_put,
+    .get = nc_get,
+    .flush = nc_flush,
+    .notify = nc_notify,
+    .read_flag = nc_read_flag,
+    .wait_flag = nc_wait_flag,
+};
+int rma__ipc_host_flags(rmaop_win w) {
+  return 0;
+}
 
 rmaop_status rma__ipc_build(rmaop_win w, void *user_base, size_t bytes) {
   return no_cuda(w);

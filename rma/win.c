@@ -497,7 +497,7 @@ rmaop_status rmaop_win_epoch_begin(rmaop_win win, int ntargets, const int *targe
                 "epoch ends in a host wait (it promises host visibility); capture plans instead");
   win->ops = win->op_bytes = 0;
   win->t_begin = ctx->trace_on ? rmaop__wtime() : 0.0;
-  return rma__epoch_begin(win, ntargets, targets, norigins, origins, 0);
+  return rma__epoch_begin(win, ntargets, targets, norigins, origins, RMA_EPOCH_HOST_FLAGS);
 }
 
 rmaop_status rmaop_win_epoch_end(rmaop_win win) {

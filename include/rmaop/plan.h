@@ -96,7 +96,9 @@ rmaop_status rmaop_win_create(rmaop_ctx ctx, void *base, size_t bytes, rmaop_win
  * Begin and end wait at most the context's timeout for the peers (RMAOP_ERR_TIMEOUT naming them).
  */
 rmaop_status rmaop_win_epoch_begin(rmaop_win win, int ntargets, const int *targets, int norigins, const int *origins);
-/** Puts @p bytes from @p origin to @p target's window at byte displacement @p disp. Inside an epoch. */
+/** Puts @p bytes from @p origin to @p target's window at byte displacement @p disp. Inside an epoch. On a GPU window
+ *  the put reads @p origin in the order of the context's stream: work of other streams that writes it must be
+ *  complete first (as before an MPI call; a cudaMemcpy from pageable memory may return before its copy lands). */
 rmaop_status rmaop_win_put(rmaop_win win, const void *origin, size_t bytes, int target, size_t disp);
 /** Gets @p bytes from @p target's window at @p disp into @p origin; valid after rmaop_win_epoch_end(). */
 rmaop_status rmaop_win_get(rmaop_win win, void *origin, size_t bytes, int target, size_t disp);

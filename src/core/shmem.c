@@ -92,6 +92,17 @@ static int64_t owner_of(const struct rmaop__shm *s, int fd) {
   return s->pid << 32 | (int64_t)fd;
 }
 
+char *rmaop__shm_segment_make(size_t bytes, int64_t *owner, int *fd) {
+  char *p = make(bytes, fd);
+  if (p)
+    *owner = (int64_t)getpid() << 32 | (int64_t)*fd;
+  return p;
+}
+
+char *rmaop__shm_segment_open(int64_t owner, size_t *bytes) {
+  return open_peer(owner, bytes);
+}
+
 void rmaop__shm_init(rmaop_ctx ctx, size_t min_bytes) {
   ctx->shm = NULL;
   struct rmaop__shm *s = calloc(1, sizeof *s);

@@ -38,6 +38,13 @@ int rmaop__shm_find(rmaop_ctx ctx, const void *p, size_t bytes, rmaop__shm_ref *
  * the buffer (a descriptor that went wrong); both name the peer. */
 rmaop_status rmaop__shm_map(rmaop_ctx ctx, int peer, const rmaop__shm_ref *ref, size_t bytes, char **addr);
 
+/* A node-shared segment outside the context's buffers (a GPU window's host flags, rma/transport_ipc.c), for contexts
+ * without ctx->shm too: made by one rank (NULL on any failure; *owner = pid << 32 | fd, the descriptor stays open until
+ * the caller closes it), opened by its node peers while the descriptor is open (NULL on failure: a system that refuses
+ * /proc/<pid>/fd). Unmapped with munmap. */
+char *rmaop__shm_segment_make(size_t bytes, int64_t *owner, int *fd);
+char *rmaop__shm_segment_open(int64_t owner, size_t *bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -190,6 +190,162 @@ static int capture_expected(void) {
     RT_CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                                              \
   } while (0)
 
+/* ---- public epochs on GPU windows, many in a row ---- */
+
+/* Whether this run gives public GPU windows over ipc: the rma backend (the public windows' tests run there) on
+ * transport auto or ipc, more than one rank. */
+static int public_ipc_run(void) {
+  const char *t = getenv("RMAOP_RMA_TRANSPORT"), *b = getenv("RMAOP_BACKEND");
+  return rt_size > 1 && b && strcmp(b, "rma") == 0 && !(t && strcmp(t, "mpi") == 0);
+}
+
+/* The origin of a put: cudaMemcpy from pageable memory may return before its copy lands, and the put reads on the
+ * context's stream, which does not wait for the legacy one: the copy must be complete first (as before an MPI call). */
+static cudaError_t set_source(double *dsrc, double value) {
+  const cudaError_t e = cudaMemcpy(dsrc, &value, sizeof value, cudaMemcpyHostToDevice);
+  return e != cudaSuccess ? e : cudaDeviceSynchronize();
+}
+
+/* One epoch of rank `from` putting `value` into rank `to`'s window word 0 (the other ranks take no part), then `to`
+ * checks the word. The checks are collective (RT_CHECK), so they come after the two ranks' own calls. */
+static void one_way(rmaop_win win, double *dsrc, double *dwin, int from, int to, double value, const char *what) {
+  rmaop_status st = RMAOP_OK;
+  cudaError_t ce = cudaSuccess;
+  double got = value;
+  if (rt_rank == from) {
+    ce = set_source(dsrc, value);
+    st = rmaop_win_epoch_begin(win, 1, &to, 0, NULL);
+    if (st == RMAOP_OK) {
+      st = rmaop_win_put(win, dsrc, sizeof value, to, 0);
+      const rmaop_status end = rmaop_win_epoch_end(win); /* closed even after a failed put */
+      st = st != RMAOP_OK ? st : end;
+    }
+  } else if (rt_rank == to) {
+    st = rmaop_win_epoch_begin(win, 0, NULL, 1, &from);
+    if (st == RMAOP_OK)
+      st = rmaop_win_epoch_end(win);
+    if (st == RMAOP_OK)
+      ce = cudaMemcpy(&got, dwin, sizeof got, cudaMemcpyDeviceToHost);
+  }
+  RT_CHECK(st == RMAOP_OK, "%s: rank %d's epoch: %s: %s", what, rt_rank, rmaop_status_string(st),
+           rmaop_ctx_last_error(NULL));
+  RT_CHECK(ce == cudaSuccess, "%s: rank %d: %s", what, rt_rank, cudaGetErrorString(ce));
+  RT_CHECK(got == value, "%s: rank %d's window holds %g after the epoch, rank %d put %g", what, to, got, from, value);
+}
+
+/* 200 one-way epochs, rank 0 to 1 and back (each rank a target only, then an origin only), then 50 rounds of a
+ * ring (every rank both): each value read after its epoch, so a "ready" or "done" that came early or late shows. */
+START_TEST(test_public_gpu_epochs) {
+  if (!public_ipc_run())
+    return;
+  rmaop_win win = NULL;
+  void *base = NULL;
+  RT_OK(rmaop_win_allocate(ctx, 2 * sizeof(double), &win, &base));
+  double *dsrc = NULL;
+  CUDA_OK(cudaMalloc((void **)&dsrc, sizeof(double)));
+  for (int k = 0; k < 100; ++k) {
+    one_way(win, dsrc, base, 0, 1, 1.0 + k, "ping");
+    one_way(win, dsrc, base, 1, 0, -1.0 - k, "pong");
+  }
+  const int right = (rt_rank + 1) % rt_size, left = (rt_rank + rt_size - 1) % rt_size;
+  for (int k = 0; k < 50; ++k) {
+    const double mine = 1000.0 * rt_rank + k;
+    CUDA_OK(set_source(dsrc, mine));
+    RT_OK(rmaop_win_epoch_begin(win, 1, &right, 1, &left));
+    RT_OK(rmaop_win_put(win, dsrc, sizeof mine, right, sizeof(double)));
+    RT_OK(rmaop_win_epoch_end(win));
+    double got = -1;
+    CUDA_OK(cudaMemcpy(&got, (double *)base + 1, sizeof got, cudaMemcpyDeviceToHost));
+    RT_CHECK(got == 1000.0 * left + k, "ring round %d: rank %d holds %g, want %g", k, rt_rank, got, 1000.0 * left + k);
+  }
+  CUDA_OK(cudaFree(dsrc));
+  rmaop_win_destroy(&win);
+}
+END_TEST
+
+/* A target whose stream is still busy at its begin: the work enqueued before the begin (a long memset, then one that
+ * overwrites the window word) must be over before the origin's put lands, or the put is lost. */
+START_TEST(test_public_gpu_busy_target) {
+  if (!public_ipc_run())
+    return;
+  rmaop_win win = NULL;
+  void *base = NULL;
+  void *sv = NULL;
+  RT_OK(rmaop_ctx_get_stream(ctx, &sv));
+  RT_OK(rmaop_win_allocate(ctx, sizeof(double), &win, &base));
+  double *dsrc = NULL;
+  void *big = NULL;
+  const size_t big_bytes = (size_t)1 << 30; /* about half a millisecond of memset on an H200 */
+  CUDA_OK(cudaMalloc((void **)&dsrc, sizeof(double)));
+  CUDA_OK(cudaMalloc(&big, big_bytes));
+  for (int k = 0; k < 3; ++k) {
+    const double value = 7.0 + k;
+    cudaError_t ce = cudaSuccess;
+    if (rt_rank == 1) {
+      ce = cudaMemsetAsync(big, k, big_bytes, (cudaStream_t)sv);
+      if (ce == cudaSuccess)
+        ce = cudaMemsetAsync(base, 0xff, sizeof(double), (cudaStream_t)sv);
+    }
+    CUDA_OK(ce);
+    one_way(win, dsrc, base, 0, 1, value, "a put to a target whose stream was busy at its begin");
+  }
+  CUDA_OK(cudaFree(big));
+  CUDA_OK(cudaFree(dsrc));
+  rmaop_win_destroy(&win);
+}
+END_TEST
+
+/* A public GPU epoch whose peer never comes ends in RMAOP_ERR_TIMEOUT naming it, on either side: a target waiting for
+ * "done" (rank 1, rank 0 never puts), then an origin waiting for "ready" (rank 0, rank 1 never begins). */
+START_TEST(test_public_gpu_timeout) {
+  if (!public_ipc_run())
+    return;
+  const double timeout_s = 2.0;
+  for (int side = 0; side < 2; ++side) {
+    rmaop_ctx_options o;
+    rmaop_ctx_options_init(&o);
+    o.timeout = timeout_s;
+    rmaop_ctx c = NULL;
+    RT_OK(rmaop_ctx_create(MPI_COMM_WORLD, &o, &c));
+    rmaop_win win = NULL;
+    void *base = NULL;
+    RT_OK(rmaop_win_allocate(c, sizeof(double), &win, &base));
+    const int waiter = side == 0 ? 1 : 0, missing = 1 - waiter;
+    rmaop_status st = RMAOP_OK;
+    double waited = 0;
+    rt_watchdog(30, "test_public_gpu_timeout: a public GPU epoch did not give up");
+    if (rt_rank == waiter) {
+      const double t0 = MPI_Wtime();
+      if (side == 0) {
+        st = rmaop_win_epoch_begin(win, 0, NULL, 1, &missing);
+        if (st == RMAOP_OK)
+          st = rmaop_win_epoch_end(win);
+      } else {
+        st = rmaop_win_epoch_begin(win, 1, &missing, 0, NULL);
+        if (st == RMAOP_OK)
+          st = rmaop_win_put(win, base, sizeof(double), missing, 0); /* from its own window: device memory */
+        if (st == RMAOP_OK)
+          st = rmaop_win_epoch_end(win);
+      }
+      waited = MPI_Wtime() - t0;
+    }
+    rt_watchdog(0, NULL);
+    char name[32];
+    snprintf(name, sizeof name, "rank %d", missing);
+    const char *side_name = side == 0 ? "a target's end" : "an origin's end";
+    RT_CHECK(rt_rank != waiter || st == RMAOP_ERR_TIMEOUT, "%s without its peer -> %s: %s", side_name,
+             rmaop_status_string(st), rmaop_ctx_last_error(c));
+    RT_CHECK(rt_rank != waiter || (waited >= 0.9 * timeout_s && waited < 5 * timeout_s),
+             "%s gave up after %.2f s with a %.1f s timeout", side_name, waited, timeout_s);
+    RT_CHECK(rt_rank != waiter || strstr(rmaop_ctx_last_error(c), name) != NULL,
+             "%s: the timeout message does not name %s: %s", side_name, name, rmaop_ctx_last_error(c));
+    MPI_Barrier(MPI_COMM_WORLD);
+    rmaop_win_destroy(&win);
+    rmaop_ctx_destroy(&c);
+  }
+}
+END_TEST
+
 /* src = v(rank, i) * (1 + round), written on the context's stream (ordered before the next launch). */
 static void set_round(rmaop_vec x, cudaStream_t st, double *h, int round) {
   for (int64_t i = 0; i < N; ++i)
@@ -466,6 +622,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_plan_insert_add);
   tcase_add_test(tc, test_plan_reverse_is_transpose);
   tcase_add_test(tc, test_public_gpu_window);
+  tcase_add_test(tc, test_public_gpu_epochs);
+  tcase_add_test(tc, test_public_gpu_busy_target);
+  tcase_add_test(tc, test_public_gpu_timeout);
   tcase_add_test(tc, test_plan_graph_capture);
   tcase_add_test(tc, test_allreduce_graph_capture);
   tcase_add_test(tc, test_kernel_halo_graph_capture);
