@@ -182,6 +182,7 @@ void rmaop_ctx_destroy(rmaop_ctx *pctx) {
   const char *file = getenv("RMAOP_TRACE_FILE");
   if (ctx->trace_on && file && *file) rmaop_trace_write_json(ctx, file);
   rmaop__dev_reduce_free(ctx); /* plans: before the backend goes */
+  rmaop_win_destroy(&ctx->resident_win);
   ctx->backend->fini(ctx);
   ctx_free(ctx);
   *pctx = NULL;

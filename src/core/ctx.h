@@ -85,6 +85,10 @@ struct rmaop_ctx_s {
     int pinned;
   } work[RMAOP__WORK_CACHE];
   int nwork;
+  /* The GPU-resident solve's window (src/solvers/solver_resident.c), kept for the next solve of the same window size:
+   * its creation maps every peer's memory (CUDA IPC) and is collective. Destroyed with the context. */
+  rmaop_win resident_win;
+  size_t resident_win_bytes;
   /* Node-shared host buffers (src/core/shmem.c): NULL when the context makes none. */
   struct rmaop__shm *shm;
   char last_error[1024];

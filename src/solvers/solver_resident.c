@@ -99,15 +99,52 @@ typedef struct {
   rmaop_vec dg;
 } resident_mem;
 
-static void mem_free(rmaop_ctx ctx, resident_mem *m, int leak) {
+/* After a solve that ran to its end (`keep`) the window stays with the context for the next solve and the scratch
+ * goes back to the context's work buffers; else both go (leaked when the kernel may still run: `leak`). */
+static void mem_free(rmaop_ctx ctx, resident_mem *m, const size_t bytes[4], int keep, int leak) {
   if (!leak) {
-    for (int k = 0; k < 4; ++k) rmaop__dev_free(m->scratch[k]);
+    for (int k = 0; k < 4; ++k)
+      rmaop__work_free(ctx, 0, m->scratch[k], bytes[k]);
     rmaop__dev_free(m->ctl);
     rmaop__dev_free(m->stamps);
     rmaop__dev_host_free(m->progress);
   }
   rmaop_vec_destroy(&m->dg);
-  rmaop_win_destroy(&m->win);
+  if (!keep)
+    rmaop_win_destroy(&m->win);
+}
+
+/* The solve's window: the context's from the last solve when every rank's size is the same as then (agreed: its
+ * destroy and a new creation are collective), else a new one (the old one destroyed first). Every signal word of a
+ * kept window was zeroed at the end of the solve that used it. */
+static rmaop_status solve_window(rmaop_ctx ctx, size_t bytes, rmaop_win *win, const char *fn) {
+  int same = ctx->resident_win != NULL && ctx->resident_win_bytes == bytes, all = 0;
+  RMAOP_CHECK(rmaop__allreduce_bounded(ctx, &same, &all, 1, MPI_INT, MPI_MIN, fn));
+  if (all) {
+    *win = ctx->resident_win;
+    ctx->resident_win = NULL;
+    return RMAOP_OK;
+  }
+  rmaop_win_destroy(&ctx->resident_win);
+  void *base = NULL; /* the window's own memory; the kernel reaches it through the device handle */
+  return rmaop_win_allocate(ctx, bytes, win, &base);
+}
+
+/* A solve that ran to its end on every rank leaves its window to the next. After the first agreement every rank's
+ * kernel is over, so no signal of this solve is still on its way, and each rank zeroes the words its peers signal it
+ * through; the second makes every rank keep the window, or every rank destroy it. 1: kept. */
+static int keep_window(rmaop_ctx ctx, resident_mem *m, size_t bytes, const rmaop_win_device *w, rmaop_status st,
+                       const char *fn) {
+  int ok = st == RMAOP_OK, all = 0;
+  if (rmaop__allreduce_bounded(ctx, &ok, &all, 1, MPI_INT, MPI_MIN, fn) != RMAOP_OK || !all)
+    return 0;
+  ok = rmaop__dev_set(ctx, RMAOP_F32, w->signal, 2 * (int64_t)ctx->size, 0.0, 0.0) == RMAOP_OK &&
+       rmaop__dev_sync(ctx) == RMAOP_OK;
+  if (rmaop__allreduce_bounded(ctx, &ok, &all, 1, MPI_INT, MPI_MIN, fn) != RMAOP_OK || !all)
+    return 0;
+  ctx->resident_win = m->win, ctx->resident_win_bytes = bytes;
+  m->win = NULL;
+  return 1;
 }
 
 /* RMAOP_RESIDENT_PROFILE=1: rank 0 prints block 0's mean time per phase over the iterations that ran whole. */
@@ -169,7 +206,8 @@ static rmaop_status run(rmaop_op A, rmaop_op D, rmaop_op diag, rmaop__res_args *
                          "resident solve history"};
   const size_t bytes[4] = {vbytes, vbytes, (size_t)(a->nb > 0 ? a->nb : 1) * 4 * sizeof(double),
                            ((size_t)o->niter + 1) * sizeof(double)};
-  for (int k = 0; k < 4 && st == RMAOP_OK; ++k) st = rmaop__dev_malloc(ctx, bytes[k], what[k], &m.scratch[k]);
+  for (int k = 0; k < 4 && st == RMAOP_OK; ++k)
+    st = rmaop__work_alloc(ctx, 0, bytes[k], what[k], &m.scratch[k]);
   if (st == RMAOP_OK) st = rmaop__dev_malloc(ctx, sizeof *m.ctl, "resident solve control", (void **)&m.ctl);
   if (st == RMAOP_OK && ctx->resident_profile)
     st = rmaop__dev_malloc(ctx, ((size_t)o->niter + 1) * RMAOP__RES_NSTAMP * sizeof(uint64_t),
@@ -184,8 +222,8 @@ static rmaop_status run(rmaop_op A, rmaop_op D, rmaop_op diag, rmaop__res_args *
     rmaop_vec_destroy(&ones);
   }
   st = rmaop__agree(ctx, st, fn);
-  void *wbase = NULL; /* the window's own memory; the kernel reaches it through the device handle */
-  if (st == RMAOP_OK) st = rmaop_win_allocate(ctx, win_bytes, &m.win, &wbase);
+  if (st == RMAOP_OK)
+    st = solve_window(ctx, win_bytes, &m.win, fn);
   if (st == RMAOP_OK) st = rmaop__agree(ctx, rmaop_win_device_handle(m.win, &a->w), fn);
   int grid = 0;
   if (st == RMAOP_OK) {
@@ -217,8 +255,9 @@ static rmaop_status run(rmaop_op A, rmaop_op D, rmaop_op diag, rmaop__res_args *
       if (st == RMAOP_OK && m.stamps) st = print_profile(ctx, a, m.stamps, ctl.iterations);
     }
   }
+  const int keep = m.win != NULL && keep_window(ctx, &m, win_bytes, &a->w, st, fn);
   free(rows);
-  mem_free(ctx, &m, stuck);
+  mem_free(ctx, &m, bytes, keep, stuck);
   return st;
 }
 
