@@ -714,26 +714,13 @@ static rmaop_status nc_notify(rmaop_win w, int peer, int slot, int64_t v) { retu
 static rmaop_status nc_read_flag(rmaop_win w, int slot, int64_t *v) { return no_cuda(w); }
 static rmaop_status nc_wait_flag(rmaop_win w, int slot, int64_t v) { return no_cuda(w); }
 
-const rma_transport rma__transport_ipc = {
-    .name = "ipc",
-    .kind = RMAOP_TRANSPORT_IPC,
-    .put = nc_put,
-    .get = nc_get,
-    .flush = nc_flush,
-    .notify = nc_notify,
-    .read_flag = nc_read_flag,
-    .wait_flag = nc_wait_flag,
-};
-const rma_transport rma__transport_ipc_host = {
-    .name = "ipc",
-    .kind = RMAOP_TRANSPORT_IPC,
-    .put = nc_put,
-    .get = nc_get,
-    .flush = nc_flush,
-    .notify = nc_notify,
-    .read_flag = nc_read_flag,
-    .wait_flag = nc_wait_flag,
-};
+#define NC_TRANSPORT                                                                                                   \
+  {                                                                                                                    \
+    .name = "ipc", .kind = RMAOP_TRANSPORT_IPC, .put = nc_put, .get = nc_get, .flush = nc_flush, .notify = nc_notify,  \
+    .read_flag = nc_read_flag, .wait_flag = nc_wait_flag                                                               \
+  }
+const rma_transport rma__transport_ipc = NC_TRANSPORT;
+const rma_transport rma__transport_ipc_host = NC_TRANSPORT; /* never chosen: no window has host flags here */
 int rma__ipc_host_flags(rmaop_win w) {
   return 0;
 }
