@@ -43,9 +43,10 @@ extern const rma_transport rma__transport_dev_self;
 /* Node-local GPU memory through CUDA IPC (transport_ipc.c); also the own rank of a GPU window. In a
  * build without CUDA every call returns RMAOP_ERR_UNSUPPORTED (no GPU window can exist there). */
 extern const rma_transport rma__transport_ipc;
-/* The same with the flags of public epochs in host memory (transport_ipc.c, "Host flags"): "ready" and "done" are
- * host stores once the stream is idle (done: once this rank's puts are complete); the origin's stream waits for
- * "ready" there, the target's host for "done". Used by epoch.c when rma__ipc_host_flags holds and the epoch is public.
+/* The same with the flags of public epochs in host memory (transport_ipc.c, "Host flags" at its top): "ready" and
+ * "done" are host stores once the stream is idle (done: once this rank's puts are complete); the origin's stream waits
+ * for "ready" there, the target's host for "done". Used by epoch.c when rma__ipc_host_flags holds and the epoch is
+ * public.
  */
 extern const rma_transport rma__transport_ipc_host;
 

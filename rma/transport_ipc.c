@@ -46,7 +46,16 @@
  * flag it waited for in the context's record (device.h); every later synchronization of the context
  * (a dot, rmaop_ctx_synchronize, the public epoch end) and the next epoch step report it as
  * RMAOP_ERR_TIMEOUT. A stream memop wait cannot time out: the host's drains behind it (every synchronization,
- * rmaop__dev_drain) are bounded, by 1.25x the same timeout, and then release the stream (ipc_release). */
+ * rmaop__dev_drain) are bounded, by 1.25x the same timeout, and then release the stream (ipc_release).
+ *
+ * Host flags (RMAOP_IPC_HOST_FLAGS=1, public epochs only: rma__transport_ipc_host). A public epoch ends in a host
+ * wait anyway, so its "ready" and "done" need not be stream work: window rank 0 makes a node-shared page (a memfd,
+ * src/core/shmem.c) of [P][2P] uint32 slots, rank r's own at r * 2P with the GPU flags' slot numbers; every rank maps
+ * it and registers it for its GPU (cudaHostRegisterMapped), or every rank goes without (agreed at creation). A target
+ * stores "ready" from the host (after draining its stream if that still holds work) and polls for "done" on the host;
+ * an origin's stream waits for "ready" there (a memop, or the batch kernel's pre-wait), and its end stores "done"
+ * from the host after its drain: a completed stream is what makes copy-engine stores into the peer's GPU visible to
+ * whoever sees the flag. Values are the pairs' counts, as on the GPU; ipc_release also advances the host slots. */
 #include "rma_win.h"
 
 #ifdef RMAOP_HAVE_CUDA
@@ -99,7 +108,7 @@ typedef struct {
   int64_t *snap;          /* [2P] host value of each counter at its last entry */
   int64_t *waited;        /* copy path: [2P] the last value a stream memop waits for in each own slot (-1: none) */
   int released;           /* ipc_release ran: the own flags were advanced past every wait */
-  /* Host flags of the public epochs ("Host flags" above): [P][2P] uint32, rank r's slots at r * 2P, in one node-shared
+  /* Host flags of the public epochs (top of this file): [P][2P] uint32, rank r's slots at r * 2P, in one node-shared
    * segment that rank 0 makes; every rank maps and registers it (cudaHostRegisterMapped). NULL on every rank when
    * one rank could not, or RMAOP_IPC_HOST_FLAGS=0. */
   uint32_t *hflags;     /* host address of the area */
