@@ -31,8 +31,10 @@ enum { RMAOP__HALO_AUTO, RMAOP__HALO_PLAN, RMAOP__HALO_KERNEL }; /* RMAOP_HALO *
  * (src/device/built.h), where no device context can exist. */
 #define RMAOP__ON_DEVICE(obj) (RMAOP__DEV_BUILT && (obj)->memory == RMAOP_MEMORY_DEVICE)
 
-/* Work buffers a context keeps between solves (rmaop__work_alloc). */
-#define RMAOP__WORK_CACHE 8
+/* Work buffers a context keeps between solves (rmaop__work_alloc): more than one solve holds (a GPU-resident CGLS:
+ * its 4 vectors, 3 scratch buffers and its control and progress words), so that a solve called again allocates
+ * none of them. */
+#define RMAOP__WORK_CACHE 16
 
 struct rmaop_ctx_s {
   MPI_Comm comm;          /* duplicate, MPI_ERRORS_RETURN */
@@ -85,10 +87,11 @@ struct rmaop_ctx_s {
     int pinned;
   } work[RMAOP__WORK_CACHE];
   int nwork;
-  /* The GPU-resident solve's window (src/solvers/solver_resident.c), kept for the next solve of the same window size:
-   * its creation maps every peer's memory (CUDA IPC) and is collective. Destroyed with the context. */
+  /* The GPU-resident solve's window (src/solvers/solver_resident.c), kept for the next solve of the same window size
+   * and ghost layout (key: bytes * 2, + 1 for the inline layout): its creation maps every peer's memory (CUDA IPC)
+   * and is collective. Destroyed with the context. */
   rmaop_win resident_win;
-  size_t resident_win_bytes;
+  size_t resident_win_key;
   /* Node-shared host buffers (src/core/shmem.c): NULL when the context makes none. */
   struct rmaop__shm *shm;
   char last_error[1024];

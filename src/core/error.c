@@ -86,8 +86,8 @@ const char *rmaop_status_string(rmaop_status status) {
   return "RMAOP_ERR_(unknown)";
 }
 
-/* Polls one request until done or the context's timeout passes. */
-static rmaop_status poll_bounded(rmaop_ctx ctx, MPI_Request *req, const char *what, const char *step) {
+/* Polls one request until done or `bound` seconds pass. */
+static rmaop_status poll_bounded(rmaop_ctx ctx, MPI_Request *req, double bound, const char *what, const char *step) {
   double deadline = 0.0;
   for (unsigned spin = 0;; ++spin) {
     int done = 0;
@@ -95,12 +95,13 @@ static rmaop_status poll_bounded(rmaop_ctx ctx, MPI_Request *req, const char *wh
     if (done) return RMAOP_OK;
     if (spin < 256 || (spin & 63) != 63) continue; /* the first polls are tight: the peers are usually there */
     const double now = rmaop__wtime();
-    if (deadline == 0.0) deadline = now + ctx->timeout;
+    if (deadline == 0.0)
+      deadline = now + bound;
     if (now > deadline)
       return RMAOP_ERROR(ctx, RMAOP_ERR_TIMEOUT,
-                         "%s: not every rank of the context %s within %.1f s (RMAOP_TIMEOUT); a rank did not call it, "
-                         "is stuck elsewhere, or gave up on it",
-                         what, step, ctx->timeout);
+                         "%s: not every rank of the context %s within %.1f s (RMAOP_TIMEOUT %.1f s); a rank did not "
+                         "call it, is stuck elsewhere, or gave up on it",
+                         what, step, bound, ctx->timeout);
     sched_yield(); /* ranks may outnumber cores */
   }
 }
@@ -109,20 +110,20 @@ static rmaop_status poll_bounded(rmaop_ctx ctx, MPI_Request *req, const char *wh
  * second, so a rank that comes late, whose first collective then completes with the parts the others left pending,
  * times out in the second instead of going on alone into the blocking MPI calls that follow an agreement. A rank
  * that saw the first complete enters the second at once, so either every rank completes it or none does. */
-static rmaop_status wait_bounded(rmaop_ctx ctx, MPI_Request *req, const char *what, int confirm) {
-  RMAOP_CHECK(poll_bounded(ctx, req, what, "joined its collective step"));
+static rmaop_status wait_bounded(rmaop_ctx ctx, MPI_Request *req, double bound, const char *what, int confirm) {
+  RMAOP_CHECK(poll_bounded(ctx, req, bound, what, "joined its collective step"));
   if (!confirm) return RMAOP_OK;
   MPI_Request commit = MPI_REQUEST_NULL;
   RMAOP_CHECK_MPI(ctx, MPI_Ibarrier(ctx->comm, &commit));
-  return poll_bounded(ctx, &commit, what, "confirmed its collective step");
+  return poll_bounded(ctx, &commit, bound, what, "confirmed its collective step");
 }
 
 rmaop_status rmaop__wait_bounded(rmaop_ctx ctx, MPI_Request *req, const char *what) {
-  return wait_bounded(ctx, req, what, 1);
+  return wait_bounded(ctx, req, ctx->timeout, what, 1);
 }
 
 static rmaop_status allreduce_bounded(rmaop_ctx ctx, const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
-                                      const char *what, int confirm) {
+                                      double bound, const char *what, int confirm) {
   /* The buffers MPI holds are on the heap and leaked on a timeout: a rank that comes later completes the
    * collective into them, long after the caller's (stack) buffers are gone. */
   int size = 0;
@@ -137,7 +138,7 @@ static rmaop_status allreduce_bounded(rmaop_ctx ctx, const void *in, void *out, 
     free(buf);
     return rmaop__mpi_error(ctx, rc, __FILE__, __LINE__, "MPI_Iallreduce");
   }
-  RMAOP_CHECK(wait_bounded(ctx, &req, what, confirm)); /* leaks buf on a timeout, on purpose */
+  RMAOP_CHECK(wait_bounded(ctx, &req, bound, what, confirm)); /* leaks buf on a timeout, on purpose */
   memcpy(out, buf + bytes, bytes);
   free(buf);
   return RMAOP_OK;
@@ -145,14 +146,19 @@ static rmaop_status allreduce_bounded(rmaop_ctx ctx, const void *in, void *out, 
 
 rmaop_status rmaop__allreduce_bounded(rmaop_ctx ctx, const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
                                       const char *what) {
-  return allreduce_bounded(ctx, in, out, count, type, op, what, 1);
+  return allreduce_bounded(ctx, in, out, count, type, op, ctx->timeout, what, 1);
+}
+
+rmaop_status rmaop__allreduce_bounded_for(rmaop_ctx ctx, const void *in, void *out, int count, MPI_Datatype type,
+                                          MPI_Op op, double bound, const char *what) {
+  return allreduce_bounded(ctx, in, out, count, type, op, bound, what, 1);
 }
 
 static rmaop_status agree(rmaop_ctx ctx, rmaop_status local, const char *where, int confirm) {
   /* A failed context communicates no more: every collective call that agrees on its arguments stops here. */
   RMAOP_REQUIRE_USABLE(ctx, where);
   int bad = local != RMAOP_OK, nbad = 0;
-  RMAOP_CHECK(allreduce_bounded(ctx, &bad, &nbad, 1, MPI_INT, MPI_SUM, where, confirm));
+  RMAOP_CHECK(allreduce_bounded(ctx, &bad, &nbad, 1, MPI_INT, MPI_SUM, ctx->timeout, where, confirm));
   if (local != RMAOP_OK) return local;
   if (nbad > 0)
     return RMAOP_ERROR(ctx, RMAOP_ERR_REMOTE, "%s failed on %d other rank(s); their error messages say why", where,

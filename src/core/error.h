@@ -52,6 +52,10 @@ rmaop_status rmaop__state_error(rmaop_ctx ctx, const char *fn);
  * library goes through it, so no collective call of rmaop waits forever for a rank that never comes. */
 rmaop_status rmaop__allreduce_bounded(rmaop_ctx ctx, const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
                                       const char *what);
+/* The same with a bound of its own, in seconds: where a peer may legitimately come later than the context's timeout
+ * (after a device-side wait of that timeout, for instance). */
+rmaop_status rmaop__allreduce_bounded_for(rmaop_ctx ctx, const void *in, void *out, int count, MPI_Datatype type,
+                                          MPI_Op op, double bound, const char *what);
 /* The wait of a started nonblocking collective, bounded the same way, then a bounded MPI_Ibarrier that confirms
  * it (error.c says why: a late rank must not go on alone). On a timeout the request stays active: the caller
  * leaks the buffers it passed to MPI. */

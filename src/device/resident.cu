@@ -1,26 +1,36 @@
 /* GPU-resident CG and CGLS (RMAOP_SOLVER_SCALARS=resident; host side: src/solvers/solver_resident.c): one
  * cooperative kernel runs every iteration of a solve, with no host step between them.
  *
- * Phases are separated by grid barriers (grid_barrier: an arrival counter, not cooperative groups' grid.sync; the
- * launch is cooperative so that every block is resident). Element loops use the launch shape of the library's dot
- * kernel (rmaop__dev_dots: nb blocks of 256 threads, element e handled by thread e % 256 of virtual block (e / 256) % nb,
- * partials combined by a shared-memory tree, then summed in block order), emulated over the co-resident blocks,
- * and the element arithmetic of the library's vector kernels (k_axpby: a x + y is one fused multiply-add; the
- * stencils: separately rounded products and sums), so the scalars, the history and x are those of the host-scalar
- * loop on the same GPUs, bit for bit where the stencil sums have at most two terms (every first derivative).
+ * CGLS's iteration is two phases (x, s and r = A^H s; then c and q = A c), each ending in a reduction that is also
+ * the grid's barrier: each block counts itself in on an arrival counter (acq_rel), the last to arrive reduces and
+ * releases the scalars through a release/acquire word that the others wait on (the launch is cooperative so that
+ * every block is resident). No phase reads what another block writes in the same phase: a stencil tap on a row
+ * that the phase makes is recomputed from the phase's inputs (the new s from the old s and q, c from r and the
+ * old c). CG's is three (c and t = D c, then a grid barrier; A c = D^H t and its reduction; x and r and theirs):
+ * recomputing t's rows for D^H's taps instead of the barrier measured slower (PERFORMANCE.md).
+ *
+ * Element loops use the launch shape of the library's dot kernel (rmaop__dev_dots: nb blocks of 256 threads,
+ * element e handled by thread e % 256 of virtual block (e / 256) % nb, partials combined by a shared-memory tree,
+ * then summed in block order), emulated over the co-resident blocks, and the element arithmetic of the library's
+ * vector kernels (k_axpby: a x + y is one fused multiply-add; the stencils: separately rounded products and sums),
+ * so the scalars, the history and x are those of the host-scalar loop on the same GPUs, bit for bit where the
+ * stencil sums have at most two terms (every first derivative).
  *
  * Communication goes through the public device window API (include/rmaop/rmaop_device.cuh) on a window of the
- * solve: a reduction puts each rank's local sums into slot [me] of every rank and signals; every rank sums the
- * slots 0..P-1 in rank order (identical bits everywhere, so every rank takes the same stop decision). Halos: the
- * rows a neighbour's stencil reaches are stored into its ghost area; the vector about to be exchanged (s - a q,
- * r + b c) is recomputed for those rows by block 0 at the start of the phase that makes it, so the exchange
- * overlaps the phase. Every signal carries the solve's step number (the same sequence on every rank, increasing
- * per pair, so a wait for >= the step is exact). A phase that ends in a reduction ends without a grid sync: each
- * block counts itself in (acq_rel), the last to arrive reduces, signals and releases the scalars through a
- * release/acquire word that the others wait on. Block 0 does the halo signals. One pair's signals are still
- * ordered: each signal's block acquired the release that followed the signal before it (the scalars' word or a
- * grid sync). A wait that gives up after the context's timeout records it (rmaop_dev_wait), raises the abort
- * word, and every block leaves at its next check (after each grid sync, and inside every other wait). */
+ * solve: a reduction sends each rank's local sums into slot [me] of every rank as an inline message; every rank
+ * sums the slots 0..P-1 in rank order (identical bits everywhere, so every rank takes the same stop decision).
+ * Halos: the rows a neighbour's stencil reaches are stored into its ghost area by block 0 at the start of the
+ * phase (recomputed there: s - a q, r + b c), or as they are made (CG's t). A small halo (at most
+ * RMAOP__RES_INLINE_GHOST elements a side) goes as inline messages, each element two words that carry the step,
+ * polled by the thread whose tap reads it: no fence, no signal (a signal's release, waiting for the puts' round
+ * trip while the GPU streams, took block 0 about 10 us per phase at 2^20 elements on 2 x H200). A larger one is
+ * put and signalled (CG's t after the grid barrier), and the blocks with rows near the edges wait for the
+ * signal. Every signal and message carries the solve's step number (the same sequence on every rank, increasing
+ * per pair, so a wait for >= the step is exact); the solve's end zeroes the words peers write, for the next solve
+ * on the window. One pair's signals are ordered: each signal's block acquired the release of the reduction that
+ * followed the signal before it (or of the grid barrier). A wait that gives up after the context's timeout
+ * records it (rmaop_dev_wait), raises the abort word, and every block leaves at its next check (after each grid
+ * barrier, and inside every other wait). */
 #include <cuda_runtime.h>
 #include <sched.h>
 
@@ -63,9 +73,9 @@ __device__ __forceinline__ void st_release_gpu(uint64_t *p, uint64_t v) {
 __device__ __forceinline__ unsigned aborted(const args_t &a) { return *(volatile unsigned *)&a.ctl->abort; }
 __device__ __forceinline__ void raise_abort(const args_t &a) { atomicExch(&a.ctl->abort, 1u); }
 
-/* Vector loads: plain, cached in L1. Another block may have written the element in an earlier phase; the grid
- * sync between (a release/acquire barrier) makes that store visible to weak loads after it, and no phase reads
- * an element that another block writes in the same phase (neighbour values are recomputed, see cgls). */
+/* Vector loads: plain, cached in L1. Another block may have written the element in an earlier phase; the
+ * reduction between (a release/acquire chain through every block) makes that store visible to weak loads after
+ * it, and no phase reads an element that another block writes in the same phase (the top of the file). */
 __device__ __forceinline__ double ld(const double *p) { return *p; }
 
 /* L2 prefetch of element e of vector p (none when p is NULL). */
@@ -102,23 +112,83 @@ __device__ int wait_sig(const args_t &a, int o, uint64_t E) {
   }
 }
 
-/* Every rank that sends this one ghost rows has signalled step E (one thread). */
-__device__ void halo_wait(const args_t &a, uint64_t E) {
-  for (int k = 0; k < a.nrecv; ++k)
-    if (wait_sig(a, a.recv[k], E)) {
-      raise_abort(a);
-      return;
-    }
+/* Index of ghost element (row gr of the 2 gw ghost rows, inner i) of halo h, parity p: the element's double is at
+ * byte ghost_off + 8 index of any rank's window, its inline message (two words) at inline_off + 16 index. */
+__device__ __forceinline__ size_t ghost_index(const args_t &a, int h, int p, int64_t gr, int64_t i) {
+  return ((size_t)(h * 2 + p) * 2 * a.gw + gr) * a.sd.ninner + i;
+}
+__device__ __forceinline__ size_t ghost_byte(const args_t &a, int h, int p, int64_t gr, int64_t i) {
+  return a.ghost_off + ghost_index(a, h, p, gr, i) * sizeof(double);
 }
 
-/* Byte offset of ghost element (row gr of the 2 gw ghost rows, inner i) of halo h, parity p, in any rank's window. */
-__device__ __forceinline__ size_t ghost_byte(const args_t &a, int h, int p, int64_t gr, int64_t i) {
-  return a.ghost_off + (((size_t)(h * 2 + p) * 2 * a.gw + gr) * a.sd.ninner + i) * sizeof(double);
+/* Stores v as ghost element (row gr, inner i) of halo h, parity p, of rank peer: a put of the double, or in the
+ * inline layout the two words of its message carrying step E (no signal needed). */
+__device__ __forceinline__ void ghost_put(const args_t &a, int peer, int h, int p, int64_t gr, int64_t i, double v,
+                                          uint64_t E) {
+  if (!a.inl) {
+    rmaop_dev_put(&a.w, peer, ghost_byte(a, h, p, gr, i), &v, sizeof v);
+    return;
+  }
+  uint64_t *d = (uint64_t *)(a.w.base[peer] + a.inline_off) + 2 * ghost_index(a, h, p, gr, i);
+  const uint64_t tag = (uint64_t)(uint32_t)E << 32;
+  rmaop__dev_st_relaxed_sys(d, tag | (uint32_t)__double2loint(v));
+  rmaop__dev_st_relaxed_sys(d + 1, tag | (uint32_t)__double2hiint(v));
 }
-/* Global row g (not local) of halo h, parity p, from the own ghost area. */
+
+/* Global row g (not local) of halo h, parity p, from the own ghost area, after halo_wait (which in the inline
+ * layout stored the thread's ghost doubles there itself). */
 __device__ __forceinline__ double ghost_at(const args_t &a, int h, int p, int64_t g, int64_t i) {
   const int64_t gr = g < a.sd.off ? g - (a.sd.off - a.gw) : a.gw + (g - (a.sd.off + a.sd.n));
   return __ldcv((const double *)(a.w.base[a.w.rank] + ghost_byte(a, h, p, gr, i)));
+}
+
+/* Inline layout: waits until the two words of ghost element k carry step E (polled, bounded as wait_sig; the
+ * failure names the row's owner o), then stores its double where ghost_at reads it, for this thread's taps (a
+ * thread reads its own store; another thread near the edge may store the same value). 0, or 1 when the solve must
+ * stop. One thread. */
+__device__ __noinline__ int wait_ghost(const args_t &a, size_t k, int o, uint64_t E) {
+  const uint64_t *word = (const uint64_t *)(a.w.base[a.w.rank] + a.inline_off) + 2 * k;
+  const uint32_t seq = (uint32_t)E;
+  const uint64_t t0 = gtimer();
+  for (unsigned spin = 1;; ++spin) {
+    const uint64_t lo = rmaop__dev_ld_relaxed_sys(word), hi = rmaop__dev_ld_relaxed_sys(word + 1);
+    if ((uint32_t)(lo >> 32) == seq && (uint32_t)(hi >> 32) == seq) {
+      ((double *)(a.w.base[a.w.rank] + a.ghost_off))[k] = __hiloint2double((int)(uint32_t)hi, (int)(uint32_t)lo);
+      return 0;
+    }
+    if ((spin & 31u) != 0u)
+      continue;
+    if (aborted(a))
+      return 1;
+    if (gtimer() - t0 > a.w.timeout_ns) {
+      rmaop__dev_wait_gave_up(&a.w, o, E, (uint32_t)(lo >> 32) == seq ? hi >> 32 : lo >> 32);
+      return 1;
+    }
+  }
+}
+
+/* Before a thread's taps on local row lr (near an edge), inner i, read ghost rows of halo h, parity p, step E:
+ * with puts, every rank that sends this one ghost rows has signalled E; in the inline layout, the ghost elements
+ * (rows gw before the first row if lr < gw, gw after the last if lr >= n - gw, those inside the operator) carry
+ * E. A wait that gives up raises the abort word. One thread. */
+__device__ void halo_wait(const args_t &a, int h, int p, int64_t lr, int64_t i, uint64_t E) {
+  if (!a.inl) {
+    for (int k = 0; k < a.nrecv; ++k)
+      if (wait_sig(a, a.recv[k], E)) {
+        raise_abort(a);
+        return;
+      }
+    return;
+  }
+  for (int gr = 0; gr < 2 * a.gw; ++gr) {
+    const int o = a.ghost_owner[gr];
+    if (o < 0 || (gr < a.gw ? lr >= a.gw : lr < a.sd.n - a.gw))
+      continue;
+    if (wait_ghost(a, ghost_index(a, h, p, gr, i), o, E)) {
+      raise_abort(a);
+      return;
+    }
+  }
 }
 
 __device__ __forceinline__ bool is_local(const rmaop__stencil_desc &d, int64_t g) { return g >= d.off && g < d.off + d.n; }
@@ -199,11 +269,10 @@ __device__ void block_tree(double (*sm)[RT], int nd, double v[4]) {
   __syncthreads();
 }
 
-/* Every block, every thread, after its share of a phase that ends in a reduction, arrival event m (the reductions and
- * the grid barriers count on one counter): counts the block in (after all
- * its threads' stores, acq_rel at GPU scope) and returns true in the last block to arrive, which then has every
- * other block's stores of the phase in view. It reduces and releases the scalars (publish); the others wait in
- * fetch. This replaces a grid sync before each reduction. */
+/* Every block, every thread, after its share of a phase, arrival event m (the solve's reductions and grid barriers,
+ * counted on one counter): counts the block in (after all its threads' stores, acq_rel at GPU scope) and returns true
+ * in the last block to arrive, which then has every other block's stores of the phase in view. It reduces and releases
+ * the scalars (publish); the others wait in fetch. */
 __device__ bool last_arrival(const args_t &a, unsigned m) {
   __shared__ int last;
   __syncthreads(); /* the block's stores before thread 0's release */
@@ -216,50 +285,93 @@ __device__ bool last_arrival(const args_t &a, unsigned m) {
   return last != 0;
 }
 
+/* A rank's slot in a reduction half: its nd <= 4 local sums as an inline message of rmaop_device.cuh, 8-byte words
+ * {4 payload bytes, the step as sequence number}. */
+enum { SLOT_WORDS = RMAOP__RES_SLOT_WORDS };
+static_assert(SLOT_WORDS * sizeof(uint64_t) == RMAOP_DEV_INLINE_BYTES(4 * sizeof(double)), "a slot holds 4 sums");
+
+/* Thread t < P * nw of the reducing block: polls word t % nw of origin o = t / nw's message in the own slot until
+ * it carries sequence number E (relaxed: the word is its own signal), leaving early when another wait raised the
+ * abort word and recording the failure after the context's timeout as the inline wait does. 0, or 1: stop. */
+__device__ int wait_word(const args_t &a, const uint64_t *word, int o, uint32_t seq, uint32_t *payload) {
+  const uint64_t t0 = gtimer();
+  for (unsigned spin = 1;; ++spin) {
+    const uint64_t v = rmaop__dev_ld_relaxed_sys(word);
+    if ((uint32_t)(v >> 32) == seq) {
+      *payload = (uint32_t)v;
+      return 0;
+    }
+    if ((spin & 31u) != 0u)
+      continue;
+    if (aborted(a))
+      return 1;
+    if (gtimer() - t0 > a.w.timeout_ns) {
+      rmaop__dev_wait_gave_up(&a.w, o, seq, v >> 32);
+      return 1;
+    }
+  }
+}
+
 /* Reduction step E (the last block to arrive, every thread): the local sums of the nd partials (block order, the
- * dot kernel's final stage), put into slot [me] of every rank (half m & 1) and signalled; the slots summed in rank
- * order into out (thread 0). Returns nonzero (every thread) when a wait gave up or the solve is aborted. */
+ * dot kernel's final stage), sent as an inline message into slot [me] of every rank (half m & 1, one word per
+ * thread); the slots summed in rank order into out (thread 0). An inline message needs no release fence, which
+ * a put + signal waits on for a round trip over NVLink. Returns nonzero (every thread) when a wait gave up or the
+ * solve is aborted. A half is written again two reductions later, when every rank has read it: a rank sends
+ * reduction m + 2 after its reduction m + 1 had every rank's message, each sent after that rank read reduction m. */
 __device__ __noinline__ int reduce_one(const args_t &a, double (*sm)[RT], int nd, uint64_t E, unsigned m, double out[4]) {
-  const int t = threadIdx.x, P = a.w.size;
+  __shared__ double mine[4];
+  __shared__ uint32_t got[RMAOP_DEVICE_MAX_PEERS * SLOT_WORDS];
+  const int t = threadIdx.x, P = a.w.size, nw = 2 * nd;
   double v[4] = {0.0, 0.0, 0.0, 0.0};
   for (int j = 0; j < nd; ++j)
     for (int b = t; b < a.nb; b += RT) v[j] = __dadd_rn(v[j], ld(a.part + (size_t)b * 4 + j));
   block_tree(sm, nd, v);
-  const size_t half = (size_t)(m & 1u) * P * 4 * sizeof(double);
-  if (t == 0) {
-    for (int p = 0; p < P; ++p) rmaop_dev_put(&a.w, p, half + (size_t)a.w.rank * 4 * sizeof(double), v, nd * sizeof(double));
-    for (int p = 0; p < P; ++p) rmaop_dev_signal(&a.w, p, E);
-  }
+  if (t == 0)
+    for (int j = 0; j < nd; ++j)
+      mine[j] = v[j];
+  __syncthreads();
+  const size_t half = (size_t)(m & 1u) * P * SLOT_WORDS * sizeof(uint64_t);
+  const uint32_t seq = (uint32_t)E;
   int failed = 0;
-  if (t < P) failed = wait_sig(a, t, E);
+  if (t < P * nw) {
+    const int p = t / nw, i = t % nw;
+    const double d = mine[i / 2];
+    const uint32_t word = (i & 1) ? (uint32_t)__double2hiint(d) : (uint32_t)__double2loint(d);
+    uint64_t *dst = (uint64_t *)(a.w.base[p] + half + (size_t)a.w.rank * SLOT_WORDS * sizeof(uint64_t)) + i;
+    rmaop__dev_st_relaxed_sys(dst, ((uint64_t)seq << 32) | word);
+    const uint64_t *own = (const uint64_t *)(a.w.base[a.w.rank] + half + (size_t)p * SLOT_WORDS * sizeof(uint64_t)) + i;
+    failed = wait_word(a, own, p, seq, &got[p * SLOT_WORDS + i]);
+  }
   failed = __syncthreads_or(failed);
-  if (t == 0 && !failed) {
-    const double *slots = (const double *)(a.w.base[a.w.rank] + half);
+  if (t == 0 && !failed)
     for (int j = 0; j < nd; ++j) {
-      double s = __ldcv(slots + j);
-      for (int p = 1; p < P; ++p) s = __dadd_rn(s, __ldcv(slots + (size_t)p * 4 + j));
+      double s = __hiloint2double((int)got[2 * j + 1], (int)got[2 * j]);
+      for (int p = 1; p < P; ++p)
+        s = __dadd_rn(s, __hiloint2double((int)got[p * SLOT_WORDS + 2 * j + 1], (int)got[p * SLOT_WORDS + 2 * j]));
       out[j] = s;
     }
-  }
   return failed;
 }
 
-/* The reducing block's thread 0, after it wrote the scalars: raises abort when `failed`, then releases step E. */
+/* The reducing block's thread 0, after it wrote the scalars: raises abort when `failed`, then releases step E. (16
+ * copies of the word on their own lines, each polled by 1/16 of the blocks, were slower: 2 x H200, one call, CGLS
+ * deriv1d 2^20 50.8-51.1 us per iteration against 46.6-48.5, CG derivspd 52.1-52.3 against 43.5-44.0.) */
 __device__ void publish(const args_t &a, uint64_t E, int failed) {
-  if (failed) raise_abort(a);
+  if (failed)
+    raise_abort(a);
   st_release_gpu(&a.ctl->go, E);
 }
 
 /* A block's thread 0 until *word reaches want: relaxed polls POLL_NS apart, the abort word and the clock every 32,
  * then one acquire, so what was stored before the release of that value is visible after it. true: the solve is
- * aborted. (Inlined in both callers: as a call it cost 4 % at 2^20.) */
+ * aborted. (Inlined: as a call it cost 4 % at 2^20.) */
 __device__ __forceinline__ bool wait_until(const args_t &a, const uint64_t *word, uint64_t want) {
   const uint64_t t0 = gtimer();
   for (unsigned spin = 1; ld_relaxed_gpu(word) < want; ++spin) {
     __nanosleep(POLL_NS);
     if ((spin & 31u) != 0u) continue;
     if (aborted(a)) break;
-    if (gtimer() - t0 > 2 * a.w.timeout_ns + 1000000000ull) { /* block 0 bounds its waits: defensive only */
+    if (gtimer() - t0 > 2 * a.w.timeout_ns + 1000000000ull) { /* the reducing block bounds its waits: defensive only */
       raise_abort(a);
       break;
     }
@@ -268,32 +380,53 @@ __device__ __forceinline__ bool wait_until(const args_t &a, const uint64_t *word
   return aborted(a) != 0;
 }
 
-/* Every block: waits for the reducing block's release of step E and reads the scalars. false: stop (aborted). */
+/* Every block: waits for the reducing block's release of step E and reads the scalars: thread 0 from global memory
+ * into shared, the block's threads from there. With every thread reading the one global line, each of the grid's
+ * warps queued 8 requests on one L2 slice at once: on 2 x H200, two calls, CGLS deriv1d 2^20 65.1 -> 46.6-48.5 us
+ * per iteration, CG derivspd 63.3 -> 43.5-44.0 (with the barrier below). false: stop (aborted). */
 __device__ bool fetch(const args_t &a, uint64_t E, double sc[8]) {
   __shared__ int stop;
-  if (threadIdx.x == 0) stop = wait_until(a, &a.ctl->go, E);
+  __shared__ double got[8];
+  if (threadIdx.x == 0) {
+    stop = wait_until(a, &a.ctl->go, E);
+    for (int k = 0; k < 8; ++k)
+      got[k] = ((volatile double *)a.ctl->sc)[k];
+  }
   __syncthreads();
-  for (int k = 0; k < 8; ++k) sc[k] = ((volatile double *)a.ctl->sc)[k];
+  for (int k = 0; k < 8; ++k)
+    sc[k] = got[k];
   const bool go = !stop;
   __syncthreads();
   return go;
 }
 
+/* A scalar the reducing block's thread 0 just wrote, read by any thread of that block after a __syncthreads. */
+__device__ __forceinline__ double scal(const args_t &a, int k) {
+  return ((volatile double *)a.ctl->sc)[k];
+}
+
 /* Every block, every thread, at the end of a phase that ends in a reduction of nd partials: step ++E, reduction m
- * (last_arrival; in the last block reduce_one into red, then thread 0 runs write(red) unless a wait gave up, and
- * publish), ++m, then fetch's scalars into sc. write computes and stores the scalars from the nd sums red[0..nd).
- * red is the caller's, one array for the whole solve (an array scoped here changes the element loops' stack slots).
+ * (last_arrival; in the last block reduce_one into red, then thread 0 runs write(red) and every thread send()
+ * unless a wait gave up, and thread 0 publishes), ++m, then fetch's scalars into sc. write computes and stores the
+ * scalars from the nd sums red[0..nd); send stores the halo rows of the next phase into the neighbours (send_early;
+ * it reads the scalars with scal): the reducing block has the scalars first, and the GPU is idle until it
+ * publishes, so its loads and stores queue behind no streaming (made by block 0 at the start of the phase, with
+ * every block streaming, they took about 10 us at 2^20 elements on 2 x H200, on the phase's critical path). red
+ * is the caller's, one array for the whole solve (an array scoped here changes the element loops' stack slots).
  * false: stop (every thread). */
-template <typename W>
+template <typename W, typename S>
 __device__ __forceinline__ bool reduce_step(const args_t &a, double (*sm)[RT], int nd, uint64_t &E, unsigned &m,
-                                            unsigned bars, double sc[8], double red[4], W write) {
+                                            unsigned bars, double sc[8], double red[4], W write, S send) {
   ++E;
   if (last_arrival(a, m + bars)) {
     const int f = reduce_one(a, sm, nd, E, m, red);
-    if (threadIdx.x == 0) {
-      if (!f) write((const double *)red);
+    if (threadIdx.x == 0 && !f)
+      write((const double *)red);
+    __syncthreads(); /* thread 0's scalars before the block's sends */
+    if (!f)
+      send();
+    if (threadIdx.x == 0)
       publish(a, E, f);
-    }
   }
   ++m;
   return fetch(a, E, sc);
@@ -319,29 +452,31 @@ template <typename F, typename... P> __device__ void elements(const args_t &a, d
   }
 }
 
-/* Block 0: value(e) for the rows of every halo transfer, stored into the peers' ghost areas (halo h, parity p),
- * then one signal of step E to each of those peers. Every thread of block 0. */
+/* value(e) for the rows of every halo transfer, stored into the peers' ghost areas (halo h, parity p), then one
+ * signal of step E to each of those peers (none in the inline layout). Every thread of one block. */
 template <typename F> __device__ __noinline__ void send_early(const args_t &a, int h, int p, uint64_t E, F value) {
   const int64_t w = a.sd.ninner;
   for (int k = 0; k < a.nsend; ++k) {
     const rmaop__res_send &s = a.send[k];
     for (int64_t idx = threadIdx.x; idx < s.nrows * w; idx += RT) {
       const int64_t lr = s.row + idx / w, i = idx % w;
-      const double v = value(lr * w + i);
-      rmaop_dev_put(&a.w, s.peer, ghost_byte(a, h, p, s.dst_row + idx / w, i), &v, sizeof v);
+      ghost_put(a, s.peer, h, p, s.dst_row + idx / w, i, value(lr * w + i), E);
     }
   }
+  if (a.inl)
+    return;
   __syncthreads(); /* the block's stores before thread 0's release */
   if (threadIdx.x == 0)
     for (int k = 0; k < a.nsend_peers; ++k) rmaop_dev_signal(&a.w, a.send_peers[k], E);
 }
 
-/* Element e (row lr) was just computed as v: stored into every peer whose ghost rows hold it (halo h, parity p). */
-__device__ __noinline__ void send_elem(const args_t &a, int h, int p, int64_t lr, int64_t i, double v) {
+/* Element e (row lr) was just computed as v: stored into every peer whose ghost rows hold it (halo h, parity p,
+ * step E: the inline layout's tag; with puts, a signal after the grid barrier). */
+__device__ __noinline__ void send_elem(const args_t &a, int h, int p, int64_t lr, int64_t i, double v, uint64_t E) {
   for (int k = 0; k < a.nsend; ++k) {
     const rmaop__res_send &s = a.send[k];
     if (lr >= s.row && lr < s.row + s.nrows)
-      rmaop_dev_put(&a.w, s.peer, ghost_byte(a, h, p, s.dst_row + (lr - s.row), i), &v, sizeof v);
+      ghost_put(a, s.peer, h, p, s.dst_row + (lr - s.row), i, v, E);
   }
 }
 
@@ -352,25 +487,52 @@ __device__ __forceinline__ void stamp(const args_t &a, int it, int k) {
   if (a.stamps && blockIdx.x == 0 && threadIdx.x == 0) a.stamps[(size_t)it * RMAOP__RES_NSTAMP + k] = gtimer();
 }
 
+/* The solve's end, every block and thread, after the reduction that decided it: the result for the host, and the
+ * words peers write into this rank zeroed for the next solve on the window (the host keeps it when every rank's
+ * solve ended): the signal words and the reduction slots. Nothing of this solve is still on its way to them: every
+ * signal and message a peer sent was waited for (the last reduction's from every rank, the halos' in their phase),
+ * and block 0 acquired the reduction's release after its waits. The inline layout's ghost areas too. */
 __device__ void finish(const args_t &a, int it, int reason, double kold) {
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
+  if (blockIdx.x != 0)
+    return;
+  if (threadIdx.x == 0) {
     a.ctl->iterations = it;
     a.ctl->reason = reason;
     a.ctl->kold = kold;
   }
+  const int P = a.w.size;
+  for (int k = threadIdx.x; k < P; k += RT)
+    a.w.signal[k] = 0;
+  uint64_t *slots = (uint64_t *)a.w.base[a.w.rank];
+  for (int k = threadIdx.x; k < 2 * P * SLOT_WORDS; k += RT)
+    slots[k] = 0;
+  if (!a.inl)
+    return;
+  uint64_t *ghost = (uint64_t *)(a.w.base[a.w.rank] + a.inline_off);
+  const int64_t words = 2 * 2 * 2 * (int64_t)a.gw * a.sd.ninner * 2;
+  for (int64_t k = threadIdx.x; k < words; k += RT)
+    ghost[k] = 0;
 }
 
 /* Every block, every thread: a grid-wide barrier, arrival event n of the counter last_arrival uses (the reductions'
- * and the barriers' events in one sequence). Thread 0 counts its block in (release, after the block's stores),
- * polls relaxed POLL_NS apart until every block has, then acquires. false (every thread): the solve is aborted.
- * In place of cooperative groups' grid.sync (one H200, 1 rank, one call: CG derivspd 2^25 1555.9 -> 1528.5 us/it,
- * CGLS and the smaller sizes a tie); the launch stays cooperative, which guarantees that every block is resident. */
+ * and the barriers' events in one sequence). Thread 0 counts its block in (acq_rel, after the block's stores); the
+ * last to arrive releases event n + 1 in the barrier's word, which the others poll relaxed POLL_NS apart, then
+ * acquire (as fetch: polling the counter itself queued the pollers on the line every block's count goes to).
+ * false (every thread): the solve is aborted. In place of cooperative groups' grid.sync (one H200, 1 rank, one call: CG
+ * derivspd 2^25 1555.9 -> 1528.5 us/it, CGLS and the smaller sizes a tie); the launch stays cooperative, which
+ * guarantees that every block is resident. */
 __device__ bool grid_barrier(const args_t &a, unsigned n) {
   __shared__ int stop;
   __syncthreads(); /* the block's stores before thread 0's release */
   if (threadIdx.x == 0) {
-    asm volatile("red.release.gpu.global.add.u64 [%0], 1;" ::"l"(&a.ctl->arrived) : "memory");
-    stop = wait_until(a, &a.ctl->arrived, (uint64_t)(n + 1) * gridDim.x);
+    unsigned long long old;
+    asm volatile("atom.add.acq_rel.gpu.u64 %0, [%1], 1;" : "=l"(old) : "l"(&a.ctl->arrived) : "memory");
+    if (old + 1 == (unsigned long long)(n + 1) * gridDim.x) {
+      st_release_gpu(&a.ctl->bar, n + 1);
+      stop = aborted(a) != 0;
+    } else {
+      stop = wait_until(a, &a.ctl->bar, n + 1);
+    }
   }
   __syncthreads(); /* thread 0's acquire before the block's loads */
   return !stop;
@@ -384,94 +546,126 @@ __device__ bool grid_barrier(const args_t &a, unsigned n) {
 /* CGLS (PyLops recurrences; src/solvers/solver.c's loop) on D. */
 __device__ void cgls(const args_t &a, double (*sm)[RT]) {
   const int64_t w = a.sd.ninner;
-  const bool b0 = blockIdx.x == 0;
   uint64_t E = 0;
   unsigned m = 0, bars = 0; /* reductions and grid barriers so far: together, the arrival counter's events */
   double sc[8], red[4];
   int cs = 0, cc_ = 0; /* current s and c buffers */
+  /* The reducing block, after the reduction that gives the q.q and c.c of iteration itn (E: its step): the rows of
+   * s - a q the neighbours read in itn's first phase (halo 0, step E + 1), when itn runs (the loop's test below). */
+  auto send_s = [&](int itn, const double *sold) {
+    const double kold = scal(a, RMAOP__RES_KOLD);
+    const double den = __dadd_rn(scal(a, RMAOP__RES_QQ), __dmul_rn(a.damp2, scal(a, RMAOP__RES_CC)));
+    if (!(itn < a.niter && kold > a.tol) || den == 0.0)
+      return;
+    const double al = kold / den;
+    send_early(a, 0, itn & 1, E + 1, [&](int64_t e) { return axpby(-al, ld(a.q + e), 1.0, ld(sold + e)); });
+  };
   /* start: r.r, s.s and the first alpha's q.q, c.c */
   elements(a, sm, 4, [&](int64_t e, double *acc) {
     const double r = ld(a.r + e), s = ld(a.s[0] + e), q = ld(a.q + e), c = ld(a.c[0] + e);
     acc[0] = __fma_rn(r, r, acc[0]), acc[1] = __fma_rn(s, s, acc[1]);
     acc[2] = __fma_rn(q, q, acc[2]), acc[3] = __fma_rn(c, c, acc[3]);
   });
-  if (!reduce_step(a, sm, 4, E, m, bars, sc, red, [&](const double *sum) {
-        a.ctl->sc[RMAOP__RES_KOLD] = fabs(sum[0]), a.hist[0] = sqrt(sum[1]);
-        a.ctl->sc[RMAOP__RES_QQ] = sum[2], a.ctl->sc[RMAOP__RES_CC] = sum[3];
-      }))
+  if (!reduce_step(
+          a, sm, 4, E, m, bars, sc, red,
+          [&](const double *sum) {
+            a.ctl->sc[RMAOP__RES_KOLD] = fabs(sum[0]), a.hist[0] = sqrt(sum[1]);
+            a.ctl->sc[RMAOP__RES_QQ] = sum[2], a.ctl->sc[RMAOP__RES_CC] = sum[3];
+          },
+          [&] { send_s(0, a.s[0]); }))
     return;
   double kold = sc[RMAOP__RES_KOLD], qq = sc[RMAOP__RES_QQ], cc = sc[RMAOP__RES_CC];
   int it = 0;
   for (;;) {
-    if (!(it < a.niter && kold > a.tol)) return finish(a, it, kold <= a.tol ? RMAOP_REASON_TOL : RMAOP_REASON_NITER, kold);
+    if (!(it < a.niter && kold > a.tol))
+      return finish(a, it, kold <= a.tol ? RMAOP_REASON_TOL : RMAOP_REASON_NITER, kold);
     const int si = it; /* the iteration's profile stamps */
     stamp(a, si, 0);
     const double den = __dadd_rn(qq, __dmul_rn(a.damp2, cc));
-    if (den == 0.0) return finish(a, it, RMAOP_REASON_BREAKDOWN, kold);
+    if (den == 0.0)
+      return finish(a, it, RMAOP_REASON_BREAKDOWN, kold);
     const double al = kold / den;
     const double *q = a.q, *sold = a.s[cs], *c = a.c[cc_];
     double *snew = a.s[1 - cs];
-    /* x += a c, s -= a q; s's rows for the neighbours first (halo 0) */
+    /* x += a c, s -= a q, r = A^H s (- damp2 x); r.r, s.s. One phase: a neighbour row of the new s inside this
+     * rank is recomputed from the old s and q, which nobody writes in this phase; the neighbours' rows came from
+     * the last reduction (send_s). */
     const uint64_t Es = ++E;
     const int ps = it & 1;
-    if (b0) send_early(a, 0, ps, Es, [&](int64_t e) { return axpby(-al, ld(q + e), 1.0, ld(sold + e)); });
-    elements(a, sm, 0, [&](int64_t e, double *) {
-      const double cv = ld(c + e), xv = ld(a.x + e), qv = ld(q + e), sv = ld(sold + e); /* loads before stores */
-      a.x[e] = axpby(al, cv, 1.0, xv);
-      snew[e] = axpby(-al, qv, 1.0, sv);
-    }, c, (const double *)a.x, q, sold);
-    SYNC_OR_LEAVE();
+    auto sval = [&](int64_t e) { return axpby(-al, ld(q + e), 1.0, ld(sold + e)); };
     stamp(a, si, 1);
-    /* r = A^H s (- damp2 x); r.r, s.s */
-    elements(a, sm, 2, [&](int64_t e, double *acc) {
-      const int64_t lr = row_of(e, w), i = e - lr * w;
-      if (near_edge(a, lr)) halo_wait(a, Es);
-      double r = adjoint(a, a.sd.off + lr, i, [&](int64_t g, int64_t ii) {
-        return is_local(a.sd, g) ? ld(snew + (g - a.sd.off) * w + ii) : ghost_at(a, 0, ps, g, ii);
-      });
-      const double s = ld(snew + e);
-      if (a.damp2 != 0.0) r = axpby(-a.damp2, ld(a.x + e), 1.0, r);
-      a.r[e] = r;
-      acc[0] = __fma_rn(r, r, acc[0]), acc[1] = __fma_rn(s, s, acc[1]);
-    }, (const double *)snew, a.damp2 != 0.0 ? (const double *)a.x : nullptr);
+    elements(
+        a, sm, 2,
+        [&](int64_t e, double *acc) {
+          const int64_t lr = row_of(e, w), i = e - lr * w;
+          const double xv = axpby(al, ld(c + e), 1.0, ld(a.x + e)), s = sval(e);
+          if (near_edge(a, lr))
+            halo_wait(a, 0, ps, lr, i, Es);
+          double r = adjoint(a, a.sd.off + lr, i, [&](int64_t g, int64_t ii) {
+            return is_local(a.sd, g) ? sval((g - a.sd.off) * w + ii) : ghost_at(a, 0, ps, g, ii);
+          });
+          if (a.damp2 != 0.0)
+            r = axpby(-a.damp2, xv, 1.0, r);
+          a.x[e] = xv; /* the stores after every load of the element */
+          snew[e] = s;
+          a.r[e] = r;
+          acc[0] = __fma_rn(r, r, acc[0]), acc[1] = __fma_rn(s, s, acc[1]);
+        },
+        c, (const double *)a.x, q, sold);
     stamp(a, si, 2);
     cs = 1 - cs;
-    if (!reduce_step(a, sm, 2, E, m, bars, sc, red, [&](const double *sum) {
-          const double k = fabs(sum[0]);
-          a.hist[it + 1] = sqrt(sum[1]);
-          a.ctl->sc[RMAOP__RES_B] = k / kold, a.ctl->sc[RMAOP__RES_KOLD] = k;
-          *a.progress = it + 1;
-        }))
+    /* r.r, s.s reduced; then the reducing block sends the rows of c = r + b c the neighbours read in the next phase
+     * (halo 1, step E + 1), when it runs */
+    if (!reduce_step(
+            a, sm, 2, E, m, bars, sc, red,
+            [&](const double *sum) {
+              const double k = fabs(sum[0]);
+              a.hist[it + 1] = sqrt(sum[1]);
+              a.ctl->sc[RMAOP__RES_B] = k / kold, a.ctl->sc[RMAOP__RES_KOLD] = k;
+              *a.progress = it + 1;
+            },
+            [&] {
+              const double k = scal(a, RMAOP__RES_KOLD), bn = scal(a, RMAOP__RES_B);
+              if (!(it + 1 < a.niter && k > a.tol))
+                return;
+              const double *co = a.c[cc_];
+              send_early(a, 1, (it + 1) & 1, E + 1, [&](int64_t e) { return axpby(1.0, ld(a.r + e), bn, ld(co + e)); });
+            }))
       return;
     stamp(a, si, 3);
     const double b = sc[RMAOP__RES_B];
     kold = sc[RMAOP__RES_KOLD];
     ++it;
-    if (!(it < a.niter && kold > a.tol)) return finish(a, it, kold <= a.tol ? RMAOP_REASON_TOL : RMAOP_REASON_NITER, kold);
-    /* c = r + b c and q = A c; q.q, c.c. c's rows for the neighbours first (halo 1); a neighbour row of c inside
-     * this rank is recomputed from r and the old c, which nobody writes in this phase. */
+    if (!(it < a.niter && kold > a.tol))
+      return finish(a, it, kold <= a.tol ? RMAOP_REASON_TOL : RMAOP_REASON_NITER, kold);
+    /* c = r + b c and q = A c; q.q, c.c. A neighbour row of c inside this rank is recomputed from r and the old c,
+     * which nobody writes in this phase. */
     const double *cold = a.c[cc_];
     double *cnew = a.c[1 - cc_];
     const uint64_t Ec = ++E;
     const int pc = it & 1;
     auto cval = [&](int64_t e) { return axpby(1.0, ld(a.r + e), b, ld(cold + e)); };
-    if (b0) send_early(a, 1, pc, Ec, cval);
-    elements(a, sm, 2, [&](int64_t e, double *acc) {
-      const int64_t lr = row_of(e, w), i = e - lr * w;
-      const double cn = cval(e);
-      if (near_edge(a, lr)) halo_wait(a, Ec);
-      const double qv = forward(a, a.sd.off + lr, i, [&](int64_t g, int64_t ii) {
-        return is_local(a.sd, g) ? cval((g - a.sd.off) * w + ii) : ghost_at(a, 1, pc, g, ii);
-      });
-      cnew[e] = cn; /* the stores after every load of the element */
-      a.q[e] = qv;
-      acc[0] = __fma_rn(qv, qv, acc[0]), acc[1] = __fma_rn(cn, cn, acc[1]);
-    }, (const double *)a.r, cold);
+    elements(
+        a, sm, 2,
+        [&](int64_t e, double *acc) {
+          const int64_t lr = row_of(e, w), i = e - lr * w;
+          const double cn = cval(e);
+          if (near_edge(a, lr))
+            halo_wait(a, 1, pc, lr, i, Ec);
+          const double qv = forward(a, a.sd.off + lr, i, [&](int64_t g, int64_t ii) {
+            return is_local(a.sd, g) ? cval((g - a.sd.off) * w + ii) : ghost_at(a, 1, pc, g, ii);
+          });
+          cnew[e] = cn; /* the stores after every load of the element */
+          a.q[e] = qv;
+          acc[0] = __fma_rn(qv, qv, acc[0]), acc[1] = __fma_rn(cn, cn, acc[1]);
+        },
+        (const double *)a.r, cold);
     stamp(a, si, 4);
     cc_ = 1 - cc_;
-    if (!reduce_step(a, sm, 2, E, m, bars, sc, red, [&](const double *sum) {
-          a.ctl->sc[RMAOP__RES_QQ] = sum[0], a.ctl->sc[RMAOP__RES_CC] = sum[1];
-        }))
+    if (!reduce_step(
+            a, sm, 2, E, m, bars, sc, red,
+            [&](const double *sum) { a.ctl->sc[RMAOP__RES_QQ] = sum[0], a.ctl->sc[RMAOP__RES_CC] = sum[1]; },
+            [&] { send_s(it, a.s[cs]); }))
       return;
     stamp(a, si, 5);
     qq = sc[RMAOP__RES_QQ], cc = sc[RMAOP__RES_CC];
@@ -490,9 +684,21 @@ __device__ void cgd(const args_t &a, double (*sm)[RT]) {
     const double r = ld(a.r + e);
     acc[0] = __fma_rn(r, r, acc[0]);
   });
-  if (!reduce_step(a, sm, 1, E, m, bars, sc, red, [&](const double *sum) {
-        a.ctl->sc[RMAOP__RES_KOLD] = fabs(sum[0]), a.hist[0] = sqrt(fabs(sum[0]));
-      }))
+  /* The reducing block, after the reduction that gives kold (and b, none at the start) for iteration itn (E: its
+   * step): the rows of c = r + b c (itn 0: c as given) the neighbours read in itn's first phase (halo 1, step
+   * E + 1), when itn runs (the loop's test below). */
+  auto send_c = [&](int itn) {
+    const double k = scal(a, RMAOP__RES_KOLD), bn = itn == 0 ? 0.0 : scal(a, RMAOP__RES_B);
+    if (!(itn < a.niter && k > a.tol))
+      return;
+    const double *co = a.c[cc_];
+    send_early(a, 1, itn & 1, E + 1,
+               [&](int64_t e) { return itn == 0 ? ld(co + e) : axpby(1.0, ld(a.r + e), bn, ld(co + e)); });
+  };
+  if (!reduce_step(
+          a, sm, 1, E, m, bars, sc, red,
+          [&](const double *sum) { a.ctl->sc[RMAOP__RES_KOLD] = fabs(sum[0]), a.hist[0] = sqrt(fabs(sum[0])); },
+          [&] { send_c(0); }))
     return;
   double kold = sc[RMAOP__RES_KOLD], b = 0.0;
   int it = 0;
@@ -503,31 +709,32 @@ __device__ void cgd(const args_t &a, double (*sm)[RT]) {
     const double *cold = a.c[cc_];
     double *cnew = a.c[1 - cc_];
     const int first = it == 0, p = it & 1;
-    /* c = r + b c (the start's c = r as given), t = D c; c's rows for the neighbours first (halo 1), t's rows
-     * stored into the neighbours as they are made (halo 0) */
+    /* c = r + b c (the start's c = r as given), t = D c; the neighbours' rows of c came from the last reduction
+     * (send_c), t's rows are stored into the neighbours as they are made (halo 0, step Et) */
     auto cval = [&](int64_t e) { return first ? ld(cold + e) : axpby(1.0, ld(a.r + e), b, ld(cold + e)); };
-    const uint64_t Ec = ++E;
-    if (b0) send_early(a, 1, p, Ec, cval);
+    const uint64_t Ec = ++E, Et = ++E;
     elements(a, sm, 0, [&](int64_t e, double *) {
       const int64_t lr = row_of(e, w), i = e - lr * w;
       const double cn = cval(e);
-      if (near_edge(a, lr)) halo_wait(a, Ec);
+      if (near_edge(a, lr))
+        halo_wait(a, 1, p, lr, i, Ec);
       const double tv = forward(a, a.sd.off + lr, i, [&](int64_t g, int64_t ii) {
         return is_local(a.sd, g) ? cval((g - a.sd.off) * w + ii) : ghost_at(a, 1, p, g, ii);
       });
       cnew[e] = cn; /* the stores after every load of the element */
       a.t[e] = tv;
-      if (near_edge(a, lr)) send_elem(a, 0, p, lr, i, tv);
+      if (near_edge(a, lr))
+        send_elem(a, 0, p, lr, i, tv, Et);
     }, first ? nullptr : (const double *)a.r, cold);
     SYNC_OR_LEAVE();
     stamp(a, si, 1);
-    const uint64_t Et = ++E;
-    if (b0 && threadIdx.x == 0) /* the grid sync ordered every block's t stores before this release */
+    if (!a.inl && b0 && threadIdx.x == 0) /* the grid sync ordered every block's t stores before this release */
       for (int k = 0; k < a.nsend_peers; ++k) rmaop_dev_signal(&a.w, a.send_peers[k], Et);
     /* Ac = D^H t (+ dg c, the sum's second term added last); c.Ac */
     elements(a, sm, 1, [&](int64_t e, double *acc) {
       const int64_t lr = row_of(e, w), i = e - lr * w;
-      if (near_edge(a, lr)) halo_wait(a, Et);
+      if (near_edge(a, lr))
+        halo_wait(a, 0, p, lr, i, Et);
       double qv = adjoint(a, a.sd.off + lr, i, [&](int64_t g, int64_t ii) {
         return is_local(a.sd, g) ? ld(a.t + (g - a.sd.off) * w + ii) : ghost_at(a, 0, p, g, ii);
       });
@@ -538,11 +745,14 @@ __device__ void cgd(const args_t &a, double (*sm)[RT]) {
     }, (const double *)a.t, (const double *)cnew, a.dg);
     stamp(a, si, 2);
     cc_ = 1 - cc_;
-    if (!reduce_step(a, sm, 1, E, m, bars, sc, red, [&](const double *sum) {
-          const double cAc = fabs(sum[0]);
-          a.ctl->sc[RMAOP__RES_STOP] = cAc == 0.0;
-          a.ctl->sc[RMAOP__RES_A] = cAc == 0.0 ? 0.0 : kold / cAc;
-        }))
+    if (!reduce_step(
+            a, sm, 1, E, m, bars, sc, red,
+            [&](const double *sum) {
+              const double cAc = fabs(sum[0]);
+              a.ctl->sc[RMAOP__RES_STOP] = cAc == 0.0;
+              a.ctl->sc[RMAOP__RES_A] = cAc == 0.0 ? 0.0 : kold / cAc;
+            },
+            [] {}))
       return;
     stamp(a, si, 3);
     if (sc[RMAOP__RES_STOP] != 0.0) return finish(a, it, RMAOP_REASON_BREAKDOWN, kold);
@@ -557,12 +767,15 @@ __device__ void cgd(const args_t &a, double (*sm)[RT]) {
       acc[0] = __fma_rn(r, r, acc[0]);
     }, c, (const double *)a.x, (const double *)a.q, (const double *)a.r);
     stamp(a, si, 4);
-    if (!reduce_step(a, sm, 1, E, m, bars, sc, red, [&](const double *sum) {
-          const double k = fabs(sum[0]);
-          a.ctl->sc[RMAOP__RES_B] = k / kold, a.ctl->sc[RMAOP__RES_KOLD] = k;
-          a.hist[it + 1] = sqrt(k);
-          *a.progress = it + 1;
-        }))
+    if (!reduce_step(
+            a, sm, 1, E, m, bars, sc, red,
+            [&](const double *sum) {
+              const double k = fabs(sum[0]);
+              a.ctl->sc[RMAOP__RES_B] = k / kold, a.ctl->sc[RMAOP__RES_KOLD] = k;
+              a.hist[it + 1] = sqrt(k);
+              *a.progress = it + 1;
+            },
+            [&] { send_c(it + 1); }))
       return;
     stamp(a, si, 5);
     b = sc[RMAOP__RES_B], kold = sc[RMAOP__RES_KOLD];
@@ -573,24 +786,34 @@ __device__ void cgd(const args_t &a, double (*sm)[RT]) {
 /* 4 blocks per SM (64 registers): the streaming phases are bound by loads in flight, and 2 blocks per SM (the
  * 127 registers the inlined kernel takes) measured 1.81x the streaming bound for CGLS at 2^25 elements on one H200,
  * 3 per SM 1.55x, 4 per SM 1.36x (the host-driven loop 1.29x; with the prefetch in elements 1.27x). 64 registers
- * fit with about 100 bytes of spill because the paths that only one block or the ghost rows take (reduce_one,
- * send_early, send_elem, forward_edge, adjoint_edge) are calls, not inlined into the loops. */
-__global__ void __launch_bounds__(RT, 4) k_resident(const __grid_constant__ args_t a) {
+ * fit with little spill because the paths that only one block
+ * or the ghost rows take (reduce_one, send_early, forward_edge, adjoint_edge) are calls, not inlined into the
+ * loops. */
+__global__ void __launch_bounds__(RT, 4) k_resident_cgls(const __grid_constant__ args_t a) {
   __shared__ double sm[4][RT];
-  if (a.cg) cgd(a, sm);
-  else cgls(a, sm);
+  cgls(a, sm);
+}
+/* A kernel of its own: inlined into one kernel with cgls, the registers of the larger loop bound both. */
+__global__ void __launch_bounds__(RT, 4) k_resident_cg(const __grid_constant__ args_t a) {
+  __shared__ double sm[4][RT];
+  cgd(a, sm);
 }
 
 } // namespace
 
 extern "C" int rmaop__dev_resident_grid(rmaop_ctx ctx, int nb, int share) {
-  int coop = 0, sms = 0, occ = 0;
+  int coop = 0, sms = 0, occ = 0, occ_cg = 0; /* the two kernels' residency, the lower (both take 64 registers) */
   if (cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, ctx->device) != cudaSuccess || !coop ||
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx->device) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k_resident, RT, 0) != cudaSuccess || occ < 1) {
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k_resident_cgls, RT, 0) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_cg, k_resident_cg, RT, 0) != cudaSuccess) {
     (void)cudaGetLastError();
     return 0;
   }
+  if (occ_cg < occ)
+    occ = occ_cg;
+  if (occ < 1)
+    return 0;
   int g = sms * occ / (share > 1 ? share : 1);
   if (g < 1) g = 1;
   if (nb < 1) nb = 1;
@@ -603,8 +826,8 @@ extern "C" rmaop_status rmaop__dev_resident_run(rmaop_ctx ctx, const rmaop__res_
                                                 int *stuck) {
   *stuck = 0;
   void *params[] = {(void *)a};
-  RMAOP_CHECK_CUDA(ctx, cudaLaunchCooperativeKernel((const void *)k_resident, dim3((unsigned)grid), dim3(RT), params, 0,
-                                                    STREAM(ctx)));
+  RMAOP_CHECK_CUDA(ctx, cudaLaunchCooperativeKernel(a->cg ? (const void *)k_resident_cg : (const void *)k_resident_cgls,
+                                                    dim3((unsigned)grid), dim3(RT), params, 0, STREAM(ctx)));
   /* Bounded by progress, not by the solve's length: every iteration moves *progress on; the kernel's own waits
    * give up after the timeout, so only a kernel that never gets the GPU stays here that long. */
   int seen = -1;

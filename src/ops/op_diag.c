@@ -28,6 +28,10 @@ static void diag_destroy(rmaop_op A) { diag_free(A->impl); }
 
 static const rmaop__op_ops diag_ops = {diag_apply_begin, diag_end, diag_adjoint_begin, diag_end, diag_destroy};
 
+rmaop_vec rmaop__op_diagonal_vec(rmaop_op A) {
+  return A && A->ops == &diag_ops ? ((diag_impl *)A->impl)->d : NULL;
+}
+
 /* v = conj(v) through a host copy (once, at creation): negates the imaginary parts of complex dtypes. */
 static rmaop_status vec_conj(rmaop_vec v) {
   void *buf = NULL;

@@ -88,6 +88,10 @@ rmaop_status rmaop__op_parts_end(int n, const rmaop_op ops[], int adjoint, int o
 rmaop_status rmaop__op_apply_fused(rmaop_op A, int adjoint, rmaop_vec in, rmaop_vec out, const rmaop__fuse *f,
                                    double sums[RMAOP__NSUMS]);
 
+/* The vector d of a diagonal operator (rmaop_op_create_diagonal: y = d .* x; the operator's own copy, valid while A
+ * lives), or NULL when A is not one. */
+rmaop_vec rmaop__op_diagonal_vec(rmaop_op A);
+
 #ifdef __cplusplus
 }
 #endif

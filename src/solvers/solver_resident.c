@@ -41,16 +41,14 @@ static int is_normal(rmaop_op P, rmaop_op *D) {
   return 1;
 }
 
-/* CG's operators: D^H D, or sum(D^H D, diagonal) in either order. */
-static int match_cg(rmaop_op A, rmaop_op *D, rmaop_op *diag, int *diag_first) {
-  *diag = NULL, *diag_first = 0;
+/* CG's operators: D^H D, or sum(D^H D, diagonal) in either order (*dg: the diagonal's own vector, else NULL). */
+static int match_cg(rmaop_op A, rmaop_op *D, rmaop_vec *dg) {
+  *dg = NULL;
   if (is_normal(A, D)) return 1;
   if (strcmp(A->name, "sum") != 0 || A->nparts != 2) return 0;
   for (int k = 0; k < 2; ++k)
-    if (is_normal(A->parts[k], D) && strcmp(A->parts[1 - k]->name, "diagonal") == 0) {
-      *diag = A->parts[1 - k], *diag_first = k == 1;
+    if (is_normal(A->parts[k], D) && (*dg = rmaop__op_diagonal_vec(A->parts[1 - k])) != NULL)
       return 1;
-    }
   return 0;
 }
 
@@ -88,37 +86,47 @@ static void lay_out_halo(rmaop_ctx ctx, rmaop__res_args *a, const int64_t *rows,
       }
     if (from_q) a->recv[a->nrecv++] = q;
   }
+  for (int gr = 0; gr < 2 * gw; ++gr) { /* ghost row gr: gw rows before lo, then gw after hi */
+    const int64_t g = gr < gw ? lo - gw + gr : hi + (gr - gw);
+    a->ghost_owner[gr] = -1; /* a row outside [0, N): nobody sends it, nobody reads it */
+    for (int q = 0; q < ctx->size; ++q)
+      if (g >= 0 && g < N && g >= offs[q] && g < offs[q] + rows[q])
+        a->ghost_owner[gr] = q;
+  }
 }
+
+/* The solve's scratch from the context's work buffers: s (CG: t), c, the dot partials, the history, the
+ * control words (device), the progress word (host-mapped). */
+enum { NSCRATCH = 6, SCRATCH_CTL = 4, SCRATCH_PROGRESS = 5 };
 
 typedef struct {
   rmaop_win win;
-  void *scratch[4]; /* s or t, c, partials, history */
-  rmaop__res_ctl *ctl;
-  int *progress;
+  void *scratch[NSCRATCH];
+  size_t bytes[NSCRATCH];
   uint64_t *stamps; /* RMAOP_RESIDENT_PROFILE */
-  rmaop_vec dg;
 } resident_mem;
 
-/* After a solve that ran to its end (`keep`) the window stays with the context for the next solve and the scratch
- * goes back to the context's work buffers; else both go (leaked when the kernel may still run: `leak`). */
-static void mem_free(rmaop_ctx ctx, resident_mem *m, const size_t bytes[4], int keep, int leak) {
+static int scratch_pinned(int k) {
+  return k == SCRATCH_PROGRESS;
+}
+
+/* After a solve that ran to its end (`keep`) the window stays with the context for the next solve; the scratch goes
+ * back to the context's work buffers. Both go when the kernel may still run (`leak`: leaked). */
+static void mem_free(rmaop_ctx ctx, resident_mem *m, int keep, int leak) {
   if (!leak) {
-    for (int k = 0; k < 4; ++k)
-      rmaop__work_free(ctx, 0, m->scratch[k], bytes[k]);
-    rmaop__dev_free(m->ctl);
+    for (int k = 0; k < NSCRATCH; ++k)
+      rmaop__work_free(ctx, scratch_pinned(k), m->scratch[k], m->bytes[k]);
     rmaop__dev_free(m->stamps);
-    rmaop__dev_host_free(m->progress);
   }
-  rmaop_vec_destroy(&m->dg);
   if (!keep)
     rmaop_win_destroy(&m->win);
 }
 
-/* The solve's window: the context's from the last solve when every rank's size is the same as then (agreed: its
- * destroy and a new creation are collective), else a new one (the old one destroyed first). Every signal word of a
- * kept window was zeroed at the end of the solve that used it. */
-static rmaop_status solve_window(rmaop_ctx ctx, size_t bytes, rmaop_win *win, const char *fn) {
-  int same = ctx->resident_win != NULL && ctx->resident_win_bytes == bytes, all = 0;
+/* The solve's window: the context's from the last solve when every rank's size and ghost layout (key) are the same
+ * as then (agreed: its destroy and a new creation are collective), else a new one (the old one destroyed first).
+ * The words peers write into a kept window were zeroed at the end of the solve that used it. */
+static rmaop_status solve_window(rmaop_ctx ctx, size_t bytes, size_t key, rmaop_win *win, const char *fn) {
+  int same = ctx->resident_win != NULL && ctx->resident_win_key == key, all = 0;
   RMAOP_CHECK(rmaop__allreduce_bounded(ctx, &same, &all, 1, MPI_INT, MPI_MIN, fn));
   if (all) {
     *win = ctx->resident_win;
@@ -130,19 +138,18 @@ static rmaop_status solve_window(rmaop_ctx ctx, size_t bytes, rmaop_win *win, co
   return rmaop_win_allocate(ctx, bytes, win, &base);
 }
 
-/* A solve that ran to its end on every rank leaves its window to the next. After the first agreement every rank's
- * kernel is over, so no signal of this solve is still on its way, and each rank zeroes the words its peers signal it
- * through; the second makes every rank keep the window, or every rank destroy it. 1: kept. */
-static int keep_window(rmaop_ctx ctx, resident_mem *m, size_t bytes, const rmaop_win_device *w, rmaop_status st,
-                       const char *fn) {
+/* A solve that ran to its end on every rank leaves its window to the next: its kernel zeroed, at its end, the
+ * words its peers write (every signal and message of the solve had arrived). The agreement makes every rank keep
+ * the window, or every rank destroy it. Its bound covers a peer still in its kernel, whose device-side waits give
+ * up after the context's timeout and whose host gives up on a kernel without progress after 1.25 times that + 1 s
+ * (rmaop__dev_resident_run): a rank whose solve ended early must not give up on the agreement first, which would
+ * leave that peer waiting once more in the agreement's confirmation. 1: kept. */
+static int keep_window(rmaop_ctx ctx, resident_mem *m, size_t key, rmaop_status st, const char *fn) {
   int ok = st == RMAOP_OK, all = 0;
-  if (rmaop__allreduce_bounded(ctx, &ok, &all, 1, MPI_INT, MPI_MIN, fn) != RMAOP_OK || !all)
+  if (rmaop__allreduce_bounded_for(ctx, &ok, &all, 1, MPI_INT, MPI_MIN, 1.25 * ctx->timeout + 2.0, fn) != RMAOP_OK ||
+      !all)
     return 0;
-  ok = rmaop__dev_set(ctx, RMAOP_F32, w->signal, 2 * (int64_t)ctx->size, 0.0, 0.0) == RMAOP_OK &&
-       rmaop__dev_sync(ctx) == RMAOP_OK;
-  if (rmaop__allreduce_bounded(ctx, &ok, &all, 1, MPI_INT, MPI_MIN, fn) != RMAOP_OK || !all)
-    return 0;
-  ctx->resident_win = m->win, ctx->resident_win_bytes = bytes;
+  ctx->resident_win = m->win, ctx->resident_win_key = key;
   m->win = NULL;
   return 1;
 }
@@ -165,13 +172,13 @@ static rmaop_status print_profile(rmaop_ctx ctx, const rmaop__res_args *a, const
       sum[0] += (double)(s[RMAOP__RES_NSTAMP - 1] - s[0]) * 1e-3;
       ++whole;
     }
-    static const char *const names[2][3] = {{"x, s update", "r = A^H s", "c, q = A c"},
-                                            {"c, t = D c", "A c = D^H t", "x, r update"}};
+    static const char *const names[2][3] = {{"alpha", "x, s, r = A^H s", "c, q = A c"},
+                                            {"c, t = D c + grid sync", "A c = D^H t", "x, r update"}};
     const char *const *nm = names[a->cg ? 1 : 0];
     if (whole > 0)
       fprintf(stderr,
-              "rmaop: resident %s profile (rank 0, block 0's clock), mean us per iteration over %d: %s + grid sync "
-              "%.1f | %s %.1f, then its reduction %.1f | %s %.1f, then its reduction %.1f | iteration %.1f\n",
+              "rmaop: resident %s profile (rank 0, block 0's clock), mean us per iteration over %d: %s %.1f | %s "
+              "%.1f, then its reduction %.1f | %s %.1f, then its reduction %.1f | iteration %.1f\n",
               a->cg ? "CG" : "CGLS", whole, nm[0], sum[1] / whole, nm[1], sum[2] / whole, sum[3] / whole, nm[2],
               sum[4] / whole, sum[5] / whole, sum[0] / whole);
   }
@@ -180,7 +187,7 @@ static rmaop_status print_profile(rmaop_ctx ctx, const rmaop__res_args *a, const
 }
 
 /* Everything but the vectors, then the kernel, then info. Collective: entered by every rank (eligibility agreed). */
-static rmaop_status run(rmaop_op A, rmaop_op D, rmaop_op diag, rmaop__res_args *a, rmaop_vec x,
+static rmaop_status run(rmaop_op A, rmaop_op D, rmaop_vec dg, rmaop__res_args *a, rmaop_vec x,
                         const rmaop_solver_options *o, rmaop_solver_info *info, const char *fn) {
   rmaop_ctx ctx = A->ctx;
   resident_mem m = {0};
@@ -192,9 +199,13 @@ static rmaop_status run(rmaop_op A, rmaop_op D, rmaop_op diag, rmaop__res_args *
   a->n = n;
   const int64_t want = (n + VIRTUAL_THREADS * 4 - 1) / (VIRTUAL_THREADS * 4);
   a->nb = n <= 0 ? 0 : (int)(want < 1 ? 1 : want > VIRTUAL_BLOCKS ? VIRTUAL_BLOCKS : want);
-  const size_t red = 2 * (size_t)P * 4 * sizeof(double);
+  const size_t red = 2 * (size_t)P * RMAOP__RES_SLOT_WORDS * sizeof(uint64_t);
   a->ghost_off = (red + 127) & ~(size_t)127;
-  const size_t win_bytes = a->ghost_off + (size_t)(2 * 2 * 2 * a->gw) * (size_t)ninner * sizeof(double);
+  a->inl = (int64_t)a->gw * ninner <= RMAOP__RES_INLINE_GHOST;
+  const size_t ghosts = (size_t)(2 * 2 * 2 * a->gw) * (size_t)ninner; /* [2 halos][2 parities][2 gw][ninner] */
+  a->inline_off = a->ghost_off + ghosts * sizeof(double);
+  const size_t win_bytes = a->inline_off + (a->inl ? ghosts * 2 * sizeof(uint64_t) : 0);
+  const size_t win_key = win_bytes * 2 + (size_t)a->inl;
   const size_t vbytes = (size_t)(n > 0 ? n : 1) * sizeof(double);
   st = rmaop__calloc(ctx, 2 * (size_t)P, sizeof *rows, "resident solve layout", (void **)&rows);
   if (st == RMAOP_OK) {
@@ -202,34 +213,33 @@ static rmaop_status run(rmaop_op A, rmaop_op D, rmaop_op diag, rmaop__res_args *
     for (int q = 0; q < P; ++q) rows[q] = D->model->sizes[q] / ninner, offs[q] = D->model->offsets[q] / ninner;
     lay_out_halo(ctx, a, rows, offs, a->sd.cs.N);
   }
-  const char *what[4] = {"resident solve scratch vector", "resident solve direction", "resident solve dot partials",
-                         "resident solve history"};
-  const size_t bytes[4] = {vbytes, vbytes, (size_t)(a->nb > 0 ? a->nb : 1) * 4 * sizeof(double),
-                           ((size_t)o->niter + 1) * sizeof(double)};
-  for (int k = 0; k < 4 && st == RMAOP_OK; ++k)
-    st = rmaop__work_alloc(ctx, 0, bytes[k], what[k], &m.scratch[k]);
-  if (st == RMAOP_OK) st = rmaop__dev_malloc(ctx, sizeof *m.ctl, "resident solve control", (void **)&m.ctl);
+  static const char *const what[NSCRATCH] = {"resident solve scratch vector", "resident solve direction",
+                                             "resident solve dot partials",   "resident solve history",
+                                             "resident solve control",        "resident solve progress"};
+  const size_t bytes[NSCRATCH] = {vbytes,
+                                  vbytes,
+                                  (size_t)(a->nb > 0 ? a->nb : 1) * 4 * sizeof(double),
+                                  ((size_t)o->niter + 1) * sizeof(double),
+                                  sizeof(rmaop__res_ctl),
+                                  sizeof(int)};
+  for (int k = 0; k < NSCRATCH && st == RMAOP_OK; ++k) {
+    st = rmaop__work_alloc(ctx, scratch_pinned(k), bytes[k], what[k], &m.scratch[k]);
+    if (st == RMAOP_OK)
+      m.bytes[k] = bytes[k];
+  }
   if (st == RMAOP_OK && ctx->resident_profile)
     st = rmaop__dev_malloc(ctx, ((size_t)o->niter + 1) * RMAOP__RES_NSTAMP * sizeof(uint64_t),
                            "resident solve profile stamps", (void **)&m.stamps);
-  if (st == RMAOP_OK) st = rmaop__dev_host_malloc(ctx, sizeof *m.progress, "resident solve progress", (void **)&m.progress);
-  if (st == RMAOP_OK && diag) { /* the diagonal as a vector: diag applied to ones (d * 1 is d exactly) */
-    rmaop_vec ones = NULL;
-    st = rmaop_vec_duplicate(x, &ones);
-    if (st == RMAOP_OK) st = rmaop_vec_set(ones, 1.0);
-    if (st == RMAOP_OK) st = rmaop_vec_duplicate(x, &m.dg);
-    if (st == RMAOP_OK) st = rmaop_op_apply(diag, ones, m.dg);
-    rmaop_vec_destroy(&ones);
-  }
   st = rmaop__agree(ctx, st, fn);
   if (st == RMAOP_OK)
-    st = solve_window(ctx, win_bytes, &m.win, fn);
-  if (st == RMAOP_OK) st = rmaop__agree(ctx, rmaop_win_device_handle(m.win, &a->w), fn);
+    st = solve_window(ctx, win_bytes, win_key, &m.win, fn);
   int grid = 0;
   if (st == RMAOP_OK) {
+    st = rmaop_win_device_handle(m.win, &a->w);
     const int ndev = rmaop__dev_count();
     grid = rmaop__dev_resident_grid(ctx, a->nb, ndev > 0 ? (P + ndev - 1) / ndev : 1);
-    if (grid < 1) st = RMAOP_ERROR(ctx, RMAOP_ERR_UNSUPPORTED, "%s: GPU %d cannot launch cooperative kernels", fn, ctx->device);
+    if (st == RMAOP_OK && grid < 1)
+      st = RMAOP_ERROR(ctx, RMAOP_ERR_UNSUPPORTED, "%s: GPU %d cannot launch cooperative kernels", fn, ctx->device);
     st = rmaop__agree(ctx, st, fn);
   }
   int stuck = 0;
@@ -237,13 +247,14 @@ static rmaop_status run(rmaop_op A, rmaop_op D, rmaop_op diag, rmaop__res_args *
     a->c[1] = m.scratch[1];
     if (a->cg) a->t = m.scratch[0];
     else a->s[1] = m.scratch[0];
-    a->part = m.scratch[2], a->hist = m.scratch[3], a->ctl = m.ctl, a->progress = m.progress, a->stamps = m.stamps;
-    a->dg = m.dg ? m.dg->data : NULL;
+    a->part = m.scratch[2], a->hist = m.scratch[3], a->ctl = m.scratch[SCRATCH_CTL];
+    a->progress = m.scratch[SCRATCH_PROGRESS], a->stamps = m.stamps;
+    a->dg = dg ? dg->data : NULL;
     st = rmaop__dev_resident_run(ctx, a, grid, fn, &stuck);
   }
   if (st == RMAOP_OK) {
     rmaop__res_ctl ctl;
-    st = rmaop__dev_copy(ctx, &ctl, m.ctl, sizeof ctl);
+    st = rmaop__dev_copy(ctx, &ctl, a->ctl, sizeof ctl);
     if (st == RMAOP_OK) st = rmaop__dev_sync(ctx);
     if (st == RMAOP_OK && ctl.abort)
       st = RMAOP_ERROR(ctx, RMAOP_ERR_TIMEOUT, "%s: rank %d's GPU-resident solve stopped: a device-side wait for a peer "
@@ -255,9 +266,9 @@ static rmaop_status run(rmaop_op A, rmaop_op D, rmaop_op diag, rmaop__res_args *
       if (st == RMAOP_OK && m.stamps) st = print_profile(ctx, a, m.stamps, ctl.iterations);
     }
   }
-  const int keep = m.win != NULL && keep_window(ctx, &m, win_bytes, &a->w, st, fn);
+  const int keep = m.win != NULL && keep_window(ctx, &m, win_key, st, fn);
   free(rows);
-  mem_free(ctx, &m, bytes, keep, stuck);
+  mem_free(ctx, &m, keep, stuck);
   return st;
 }
 
@@ -291,21 +302,22 @@ static rmaop_status eligible(rmaop_op A, rmaop_vec x, const rmaop_solver_options
 rmaop_status rmaop__solve_cg_resident(rmaop_op A, rmaop_vec x, rmaop_vec r, rmaop_vec c, rmaop_vec Ac,
                                       const rmaop_solver_options *o, rmaop_solver_info *info, int *ran) {
   static const char fn[] = "rmaop_solve_cg (resident)";
-  rmaop_op D = NULL, diag = NULL;
-  int diag_first = 0;
+  rmaop_op D = NULL;
+  rmaop_vec dg = NULL;
   rmaop__res_args *a = NULL;
-  int ok = match_cg(A, &D, &diag, &diag_first);
+  int ok = match_cg(A, &D, &dg);
   rmaop__stencil_desc sd;
-  ok = ok && is_stencil(D, &sd) && x->local_n == sd.n * sd.ninner;
+  ok = ok && is_stencil(D, &sd) && x->local_n == sd.n * sd.ninner &&
+       (!dg || (dg->dtype == RMAOP_F64 && dg->local_n == x->local_n && RMAOP__ON_DEVICE(dg)));
   int go = 0;
   RMAOP_CHECK(eligible(A, x, o, ok, &go));
   *ran = 1;
   if (!go) FALLBACK(A->ctx, ran, rmaop__solve_cg_device(A, x, r, c, Ac, o, info));
   rmaop_status st = rmaop__agree(A->ctx, rmaop__calloc(A->ctx, 1, sizeof *a, "resident solve", (void **)&a), fn);
   if (st != RMAOP_OK) return st;
-  a->cg = 1, a->niter = o->niter, a->tol = o->tol, a->sd = sd, a->diag_first = diag_first;
+  a->cg = 1, a->niter = o->niter, a->tol = o->tol, a->sd = sd;
   a->x = x->data, a->r = r->data, a->c[0] = c->data, a->q = Ac->data;
-  st = run(A, D, diag, a, x, o, info, fn);
+  st = run(A, D, dg, a, x, o, info, fn);
   free(a);
   return st;
 }

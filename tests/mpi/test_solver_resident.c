@@ -2,7 +2,11 @@
  * iterations run in one GPU kernel. Reference: the same solve on a context with RMAOP_SOLVER_SCALARS=host (the
  * host loop of src/solvers/solver.c): the same iterations and stopping reason, histories within 1e-10 relative per
  * entry, x within 1e-10 of the largest |x|. Problems: CGLS on first derivatives along axis 0 (1-D with empty ranks,
- * 1-D long and unevenly split, 2-D), CG on D^H D + I (bench's derivspd) and D^H D + diag; an unsupported operator
+ * 1-D long and unevenly split, 2-D with halos small enough for inline messages and 2-D with halos put and
+ * signalled), CG on D^H D + I (bench's derivspd) and D^H D + diag, likewise; consecutive solves of one window size
+ * reuse the context's window, some on other data and longer than the solve before (the first of a shape after
+ * the niter 0 of the one before), so that a word left over from the last solve would be read as this one's (the
+ * kernel zeroes them at its end); an unsupported operator
  * (a vstack, which falls back to device scalars); and a peer that stops communicating inside the kernel (its
  * niter is smaller): the others return RMAOP_ERR_TIMEOUT within twice the context's timeout, nothing hangs.
  * Device memory only (label gpu). */
@@ -137,8 +141,11 @@ START_TEST(test_cgls_resident) {
   const struct {
     int64_t n0, n1;
     rmaop_deriv_kind kind;
-  } shapes[] = {{0, 1, RMAOP_DERIV_CENTERED3}, {5003, 1, RMAOP_DERIV_CENTERED3}, {37, 6, RMAOP_DERIV_CENTERED3},
-                {300, 1, RMAOP_DERIV_FORWARD}};
+  } shapes[] = {{0, 1, RMAOP_DERIV_CENTERED3},
+                {5003, 1, RMAOP_DERIV_CENTERED3},
+                {37, 6, RMAOP_DERIV_CENTERED3},
+                {300, 1, RMAOP_DERIV_FORWARD},
+                {40, 600, RMAOP_DERIV_CENTERED3}};
   for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; ++k) {
     rmaop_op op[2];
     for (int c = 0; c < 2; ++c)
@@ -167,11 +174,12 @@ END_TEST
 
 START_TEST(test_cg_resident) {
   rmaop_ctx ctx[2] = {scalars_ctx("resident", 0), scalars_ctx("host", 0)};
-  for (int k = 0; k < 3; ++k) {
+  const int64_t dims[4][2] = {{0, 0}, {4099, 1}, {29, 4}, {24, 600}}; /* k = 0: the test utilities' derivative */
+  for (int k = 0; k < 4; ++k) {
     rmaop_op op[2];
     for (int c = 0; c < 2; ++c) {
-      rmaop_op D = k == 0 ? st_deriv_op(ctx[c], RMAOP_F64) : make_deriv(ctx[c], k == 1 ? 4099 : 29, k == 1 ? 1 : 4,
-                                                                       RMAOP_DERIV_CENTERED3);
+      rmaop_op D =
+          k == 0 ? st_deriv_op(ctx[c], RMAOP_F64) : make_deriv(ctx[c], dims[k][0], dims[k][1], RMAOP_DERIV_CENTERED3);
       op[c] = make_spd(D, k != 2);
       rmaop_op_destroy(&D);
     }
