@@ -19,16 +19,16 @@
  * Communication goes through the public device window API (include/rmaop/rmaop_device.cuh) on a window of the
  * solve: a reduction sends each rank's local sums into slot [me] of every rank as an inline message; every rank
  * sums the slots 0..P-1 in rank order (identical bits everywhere, so every rank takes the same stop decision).
- * Halos: the rows a neighbour's stencil reaches are stored into its ghost area by block 0 at the start of the
- * phase (recomputed there: s - a q, r + b c), or as they are made (CG's t). A small halo (at most
- * RMAOP__RES_INLINE_GHOST elements a side) goes as inline messages, each element two words that carry the step,
- * polled by the thread whose tap reads it: no fence, no signal (a signal's release, waiting for the puts' round
- * trip while the GPU streams, took block 0 about 10 us per phase at 2^20 elements on 2 x H200). A larger one is
- * put and signalled (CG's t after the grid barrier), and the blocks with rows near the edges wait for the
- * signal. Every signal and message carries the solve's step number (the same sequence on every rank, increasing
- * per pair, so a wait for >= the step is exact); the solve's end zeroes the words peers write, for the next solve
- * on the window. One pair's signals are ordered: each signal's block acquired the release of the reduction that
- * followed the signal before it (or of the grid barrier). A wait that gives up after the context's timeout
+ * Halos: the rows a neighbour's stencil reaches are stored into its ghost area by the reducing block of the
+ * reduction before the phase, before it releases the scalars (recomputed there: s - a q, r + b c; reduce_step says
+ * why), or as they are made (CG's t). A small halo (at most RMAOP__RES_INLINE_GHOST elements a side) goes as inline
+ * messages, each element two words that carry the step, polled by the threads whose taps read it, which store the
+ * doubles for their own reads: no fence, no signal. A larger one is put and signalled (CG's t after the grid
+ * barrier), and the threads with rows near the edges wait for the signal. Every signal and message carries the
+ * solve's step number (the same sequence on every rank, increasing per pair, so a wait for >= the step is exact);
+ * the solve's end zeroes the words peers write, for the next solve on the window. One pair's signals are ordered:
+ * each signal's block acquired the release of the reduction that followed the signal before it (or of the grid
+ * barrier). A wait that gives up after the context's timeout
  * records it (rmaop_dev_wait), raises the abort word, and every block leaves at its next check (after each grid
  * barrier, and inside every other wait). */
 #include <cuda_runtime.h>
