@@ -28,9 +28,8 @@
  * solve's step number (the same sequence on every rank, increasing per pair, so a wait for >= the step is exact);
  * the solve's end zeroes the words peers write, for the next solve on the window. One pair's signals are ordered:
  * each signal's block acquired the release of the reduction that followed the signal before it (or of the grid
- * barrier). A wait that gives up after the context's timeout
- * records it (rmaop_dev_wait), raises the abort word, and every block leaves at its next check (after each grid
- * barrier, and inside every other wait). */
+ * barrier). A wait that gives up after the context's timeout records it (rmaop_dev_wait), raises the abort word,
+ * and every block leaves at its next check (after each grid barrier, and inside every other wait). */
 #include <cuda_runtime.h>
 #include <sched.h>
 

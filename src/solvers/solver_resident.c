@@ -27,9 +27,11 @@ int rmaop__resident_wanted(rmaop_op A, rmaop_vec x, rmaop_vec y) {
   return ctx->solver_scalars == RMAOP__SCALARS_AUTO && rmaop__gpu_per_rank(ctx);
 }
 
-/* A derivative along axis 0 of float64 (its descriptor in *d). */
+/* A derivative along axis 0 of float64 (its descriptor in *d) whose ghost rows fit the kernel's table of their
+ * owners (RMAOP__RES_MAX_GW a side: every stencil of RMAOP__NK taps). */
 static int is_stencil(rmaop_op D, rmaop__stencil_desc *d) {
-  return D && D->dtype == RMAOP_F64 && D->nparts == 0 && rmaop__op_stencil_desc(D, d) == RMAOP_OK;
+  return D && D->dtype == RMAOP_F64 && D->nparts == 0 && rmaop__op_stencil_desc(D, d) == RMAOP_OK &&
+         d->hl <= RMAOP__RES_MAX_GW && d->hr <= RMAOP__RES_MAX_GW;
 }
 
 /* product(adjoint(D), D): *D set. */
