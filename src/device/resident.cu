@@ -14,7 +14,10 @@
  * then summed in block order), emulated over the co-resident blocks, and the element arithmetic of the library's
  * vector kernels (k_axpby: a x + y is one fused multiply-add; the stencils: separately rounded products and sums),
  * so the scalars, the history and x are those of the host-scalar loop on the same GPUs, bit for bit where the
- * stencil sums have at most two terms (every first derivative).
+ * stencil sums have at most two terms (every first derivative). A row whose taps are all local interior rows of a
+ * stencil that reaches one row (every 3-point stencil) reads its three values before using any, with no ghost test
+ * per tap (taps_lean): one such path took CGLS at 2^26 on 2 x H200 from 1.28x to 1.07x the streaming bound; the
+ * other rows (near an edge, or every row of a wider stencil) go through the general path (stencil_any).
  *
  * Communication goes through the public device window API (include/rmaop/rmaop_device.cuh) on a window of the
  * solve: a reduction sends each rank's local sums into slot [me] of every rank as an inline message; every rank
@@ -141,18 +144,26 @@ __device__ __forceinline__ double ghost_at(const args_t &a, int h, int p, int64_
   return __ldcv((const double *)(a.w.base[a.w.rank] + ghost_byte(a, h, p, gr, i)));
 }
 
-/* Inline layout: waits until the two words of ghost element k carry step E (polled, bounded as wait_sig; the
- * failure names the row's owner o), then stores its double where ghost_at reads it, for this thread's taps (a
- * thread reads its own store; another thread near the edge may store the same value). 0, or 1 when the solve must
- * stop. One thread. */
-__device__ __noinline__ int wait_ghost(const args_t &a, size_t k, int o, uint64_t E) {
-  const uint64_t *word = (const uint64_t *)(a.w.base[a.w.rank] + a.inline_off) + 2 * k;
-  const uint32_t seq = (uint32_t)E;
+/* Polls the NW consecutive inline words at `word` (relaxed: each word is its own signal) until each carries
+ * sequence number seq, then their payloads into out[0..NW). Leaves early when another wait raised the abort word,
+ * and after the context's timeout records the failure (origin o, the first word's stale sequence) as the inline
+ * wait of rmaop_device.cuh does. 0, or 1 when the solve must stop. One thread. */
+template <int NW>
+__device__ __forceinline__ int wait_words(const args_t &a, const uint64_t *word, int o, uint32_t seq,
+                                          uint32_t out[NW]) {
   const uint64_t t0 = gtimer();
   for (unsigned spin = 1;; ++spin) {
-    const uint64_t lo = rmaop__dev_ld_relaxed_sys(word), hi = rmaop__dev_ld_relaxed_sys(word + 1);
-    if ((uint32_t)(lo >> 32) == seq && (uint32_t)(hi >> 32) == seq) {
-      ((double *)(a.w.base[a.w.rank] + a.ghost_off))[k] = __hiloint2double((int)(uint32_t)hi, (int)(uint32_t)lo);
+    uint64_t v[NW];
+    bool all = true;
+#pragma unroll
+    for (int k = 0; k < NW; ++k) {
+      v[k] = rmaop__dev_ld_relaxed_sys(word + k);
+      all = all && (uint32_t)(v[k] >> 32) == seq;
+    }
+    if (all) {
+#pragma unroll
+      for (int k = 0; k < NW; ++k)
+        out[k] = (uint32_t)v[k];
       return 0;
     }
     if ((spin & 31u) != 0u)
@@ -160,10 +171,27 @@ __device__ __noinline__ int wait_ghost(const args_t &a, size_t k, int o, uint64_
     if (aborted(a))
       return 1;
     if (gtimer() - t0 > a.w.timeout_ns) {
-      rmaop__dev_wait_gave_up(&a.w, o, E, (uint32_t)(lo >> 32) == seq ? hi >> 32 : lo >> 32);
+      uint64_t stale = v[0] >> 32;
+#pragma unroll
+      for (int k = NW - 1; k >= 0; --k)
+        if ((uint32_t)(v[k] >> 32) != seq)
+          stale = v[k] >> 32;
+      rmaop__dev_wait_gave_up(&a.w, o, seq, stale);
       return 1;
     }
   }
+}
+
+/* Inline layout: waits until the two words of ghost element k carry step E (wait_words; the failure names the
+ * row's owner o), then stores its double where ghost_at reads it, for this thread's taps (a thread reads its own
+ * store; another thread near the edge may store the same value). 0, or 1 when the solve must stop. One thread. */
+__device__ __noinline__ int wait_ghost(const args_t &a, size_t k, int o, uint64_t E) {
+  const uint64_t *word = (const uint64_t *)(a.w.base[a.w.rank] + a.inline_off) + 2 * k;
+  uint32_t half[2];
+  if (wait_words<2>(a, word, o, (uint32_t)E, half))
+    return 1;
+  ((double *)(a.w.base[a.w.rank] + a.ghost_off))[k] = __hiloint2double((int)half[1], (int)half[0]);
+  return 0;
 }
 
 /* Before a thread's taps on local row lr (near an edge), inner i, read ghost rows of halo h, parity p, step E:
@@ -201,6 +229,24 @@ template <int S, typename V> __device__ __forceinline__ double taps(const double
   for (int k = -2; k <= 2; ++k)
     if (c[k + 2] != 0.0) {
       const double t = __dmul_rn(c[k + 2], v(g + S * k, i));
+      s = first ? t : __dadd_rn(s, t);
+      first = false;
+    }
+  return s;
+}
+
+/* taps<S> for a row whose taps are all local rows with the interior coefficients, when they reach one row
+ * (a.lean): v(d) is the value of row g + d (d = -1, 0, 1), all three read before any is used, with no test per tap,
+ * so that their loads go out together (the general path's ghost test per tap kept them one after another). The
+ * terms, their order and rounding are taps<S>'s. */
+template <int S, typename V> __device__ __forceinline__ double taps_lean(const double c[RMAOP__NK], V v) {
+  const double u[3] = {v(-S), v(0), v(S)}; /* u[k + 1] = v(S k) */
+  double s = 0.0;
+  bool first = true;
+#pragma unroll
+  for (int k = -1; k <= 1; ++k)
+    if (c[k + 2] != 0.0) {
+      const double t = __dmul_rn(c[k + 2], u[k + 1]);
       s = first ? t : __dadd_rn(s, t);
       first = false;
     }
@@ -249,6 +295,34 @@ template <typename V> __device__ __forceinline__ double adjoint(const args_t &a,
   return j >= a.sd.jlo && j < a.sd.jhi ? taps<-1>(a.sd.cint, j, i, v) : adjoint_edge(a, j, i, v);
 }
 
+__device__ __forceinline__ bool near_edge(const args_t &a, int64_t lr) {
+  return lr < a.gw || lr >= a.sd.n - a.gw;
+}
+
+/* Local row lr (global lr + off) takes the lean taps: a.lean, no tap in a ghost row, and the row in [lo, hi), the
+ * rows of the interior coefficients (forward: int_lo, int_hi; adjoint: jlo, jhi). */
+__device__ __forceinline__ bool lean_row(const args_t &a, int64_t lr, int64_t lo, int64_t hi) {
+  const int64_t g = a.sd.off + lr;
+  return a.lean && !near_edge(a, lr) && g >= lo && g < hi;
+}
+
+/* Row lr, inner i, of the forward stencil (D) or of the adjoint (Adj) for the rows lean_row does not take: the wait
+ * for the ghost rows (halo h, parity p, step E) where the row is near an edge, then forward or adjoint with v(g)
+ * local(element of row g) for a local row, else the ghost row. Inlined: as a call (not inlined) the registers it
+ * clobbers were saved around it in the streaming loops, and CGLS at 2^26 on 2 x H200 took 1280 us per iteration
+ * against 1166 (PERFORMANCE.md). */
+template <bool Adj, typename L>
+__device__ __forceinline__ double stencil_any(const args_t &a, int h, int p, int64_t lr, int64_t i, uint64_t E,
+                                              L local) {
+  const int64_t w = a.sd.ninner;
+  if (near_edge(a, lr))
+    halo_wait(a, h, p, lr, i, E);
+  auto v = [&](int64_t g, int64_t ii) {
+    return is_local(a.sd, g) ? local((g - a.sd.off) * w + ii) : ghost_at(a, h, p, g, ii);
+  };
+  return Adj ? adjoint(a, a.sd.off + lr, i, v) : forward(a, a.sd.off + lr, i, v);
+}
+
 /* The dot kernel's block tree over nd values per thread (256 threads): thread 0 returns the block's sums in v. */
 __device__ void block_tree(double (*sm)[RT], int nd, double v[4]) {
   const int t = threadIdx.x;
@@ -289,28 +363,6 @@ __device__ bool last_arrival(const args_t &a, unsigned m) {
 enum { SLOT_WORDS = RMAOP__RES_SLOT_WORDS };
 static_assert(SLOT_WORDS * sizeof(uint64_t) == RMAOP_DEV_INLINE_BYTES(4 * sizeof(double)), "a slot holds 4 sums");
 
-/* Thread t < P * nw of the reducing block: polls word t % nw of origin o = t / nw's message in the own slot until
- * it carries sequence number E (relaxed: the word is its own signal), leaving early when another wait raised the
- * abort word and recording the failure after the context's timeout as the inline wait does. 0, or 1: stop. */
-__device__ int wait_word(const args_t &a, const uint64_t *word, int o, uint32_t seq, uint32_t *payload) {
-  const uint64_t t0 = gtimer();
-  for (unsigned spin = 1;; ++spin) {
-    const uint64_t v = rmaop__dev_ld_relaxed_sys(word);
-    if ((uint32_t)(v >> 32) == seq) {
-      *payload = (uint32_t)v;
-      return 0;
-    }
-    if ((spin & 31u) != 0u)
-      continue;
-    if (aborted(a))
-      return 1;
-    if (gtimer() - t0 > a.w.timeout_ns) {
-      rmaop__dev_wait_gave_up(&a.w, o, seq, v >> 32);
-      return 1;
-    }
-  }
-}
-
 /* Reduction step E (the last block to arrive, every thread): the local sums of the nd partials (block order, the
  * dot kernel's final stage), sent as an inline message into slot [me] of every rank (half m & 1, one word per
  * thread); the slots summed in rank order into out (thread 0). An inline message needs no release fence, which
@@ -339,7 +391,7 @@ __device__ __noinline__ int reduce_one(const args_t &a, double (*sm)[RT], int nd
     uint64_t *dst = (uint64_t *)(a.w.base[p] + half + (size_t)a.w.rank * SLOT_WORDS * sizeof(uint64_t)) + i;
     rmaop__dev_st_relaxed_sys(dst, ((uint64_t)seq << 32) | word);
     const uint64_t *own = (const uint64_t *)(a.w.base[a.w.rank] + half + (size_t)p * SLOT_WORDS * sizeof(uint64_t)) + i;
-    failed = wait_word(a, own, p, seq, &got[p * SLOT_WORDS + i]);
+    failed = wait_words<1>(a, own, p, seq, &got[p * SLOT_WORDS + i]);
   }
   failed = __syncthreads_or(failed);
   if (t == 0 && !failed)
@@ -479,7 +531,11 @@ __device__ __noinline__ void send_elem(const args_t &a, int h, int p, int64_t lr
   }
 }
 
-__device__ __forceinline__ bool near_edge(const args_t &a, int64_t lr) { return lr < a.gw || lr >= a.sd.n - a.gw; }
+/* Iteration it runs, after the reduction that gave kold: the loops' stop test, and the reducing block's test before
+ * it sends the rows of the phase that iteration would run (a neighbour that runs it waits for them). */
+__device__ __forceinline__ bool runs(const args_t &a, int it, double kold) {
+  return it < a.niter && kold > a.tol;
+}
 
 /* Profile stamp k of iteration it (RMAOP_RESIDENT_PROFILE; block 0, thread 0). */
 __device__ __forceinline__ void stamp(const args_t &a, int it, int k) {
@@ -554,7 +610,7 @@ __device__ void cgls(const args_t &a, double (*sm)[RT]) {
   auto send_s = [&](int itn, const double *sold) {
     const double kold = scal(a, RMAOP__RES_KOLD);
     const double den = __dadd_rn(scal(a, RMAOP__RES_QQ), __dmul_rn(a.damp2, scal(a, RMAOP__RES_CC)));
-    if (!(itn < a.niter && kold > a.tol) || den == 0.0)
+    if (!runs(a, itn, kold) || den == 0.0)
       return;
     const double al = kold / den;
     send_early(a, 0, itn & 1, E + 1, [&](int64_t e) { return axpby(-al, ld(a.q + e), 1.0, ld(sold + e)); });
@@ -576,7 +632,7 @@ __device__ void cgls(const args_t &a, double (*sm)[RT]) {
   double kold = sc[RMAOP__RES_KOLD], qq = sc[RMAOP__RES_QQ], cc = sc[RMAOP__RES_CC];
   int it = 0;
   for (;;) {
-    if (!(it < a.niter && kold > a.tol))
+    if (!runs(a, it, kold))
       return finish(a, it, kold <= a.tol ? RMAOP_REASON_TOL : RMAOP_REASON_NITER, kold);
     const int si = it; /* the iteration's profile stamps */
     stamp(a, si, 0);
@@ -591,18 +647,16 @@ __device__ void cgls(const args_t &a, double (*sm)[RT]) {
      * the last reduction (send_s). */
     const uint64_t Es = ++E;
     const int ps = it & 1;
-    auto sval = [&](int64_t e) { return axpby(-al, ld(q + e), 1.0, ld(sold + e)); };
+    auto sval = [al, q, sold](int64_t e) { return axpby(-al, ld(q + e), 1.0, ld(sold + e)); };
     stamp(a, si, 1);
     elements(
         a, sm, 2,
         [&](int64_t e, double *acc) {
           const int64_t lr = row_of(e, w), i = e - lr * w;
           const double xv = axpby(al, ld(c + e), 1.0, ld(a.x + e)), s = sval(e);
-          if (near_edge(a, lr))
-            halo_wait(a, 0, ps, lr, i, Es);
-          double r = adjoint(a, a.sd.off + lr, i, [&](int64_t g, int64_t ii) {
-            return is_local(a.sd, g) ? sval((g - a.sd.off) * w + ii) : ghost_at(a, 0, ps, g, ii);
-          });
+          double r = lean_row(a, lr, a.sd.jlo, a.sd.jhi)
+                         ? taps_lean<-1>(a.sd.cint, [&](int d) { return d == 0 ? s : sval(e + d * w); })
+                         : stencil_any<true>(a, 0, ps, lr, i, Es, sval);
           if (a.damp2 != 0.0)
             r = axpby(-a.damp2, xv, 1.0, r);
           a.x[e] = xv; /* the stores after every load of the element */
@@ -625,7 +679,7 @@ __device__ void cgls(const args_t &a, double (*sm)[RT]) {
             },
             [&] {
               const double k = scal(a, RMAOP__RES_KOLD), bn = scal(a, RMAOP__RES_B);
-              if (!(it + 1 < a.niter && k > a.tol))
+              if (!runs(a, it + 1, k))
                 return;
               const double *co = a.c[cc_];
               send_early(a, 1, (it + 1) & 1, E + 1, [&](int64_t e) { return axpby(1.0, ld(a.r + e), bn, ld(co + e)); });
@@ -635,7 +689,7 @@ __device__ void cgls(const args_t &a, double (*sm)[RT]) {
     const double b = sc[RMAOP__RES_B];
     kold = sc[RMAOP__RES_KOLD];
     ++it;
-    if (!(it < a.niter && kold > a.tol))
+    if (!runs(a, it, kold))
       return finish(a, it, kold <= a.tol ? RMAOP_REASON_TOL : RMAOP_REASON_NITER, kold);
     /* c = r + b c and q = A c; q.q, c.c. A neighbour row of c inside this rank is recomputed from r and the old c,
      * which nobody writes in this phase. */
@@ -643,17 +697,15 @@ __device__ void cgls(const args_t &a, double (*sm)[RT]) {
     double *cnew = a.c[1 - cc_];
     const uint64_t Ec = ++E;
     const int pc = it & 1;
-    auto cval = [&](int64_t e) { return axpby(1.0, ld(a.r + e), b, ld(cold + e)); };
+    auto cval = [r = (const double *)a.r, b, cold](int64_t e) { return axpby(1.0, ld(r + e), b, ld(cold + e)); };
     elements(
         a, sm, 2,
         [&](int64_t e, double *acc) {
           const int64_t lr = row_of(e, w), i = e - lr * w;
           const double cn = cval(e);
-          if (near_edge(a, lr))
-            halo_wait(a, 1, pc, lr, i, Ec);
-          const double qv = forward(a, a.sd.off + lr, i, [&](int64_t g, int64_t ii) {
-            return is_local(a.sd, g) ? cval((g - a.sd.off) * w + ii) : ghost_at(a, 1, pc, g, ii);
-          });
+          const double qv = lean_row(a, lr, a.sd.int_lo, a.sd.int_hi)
+                                ? taps_lean<1>(a.sd.cint, [&](int d) { return d == 0 ? cn : cval(e + d * w); })
+                                : stencil_any<false>(a, 1, pc, lr, i, Ec, cval);
           cnew[e] = cn; /* the stores after every load of the element */
           a.q[e] = qv;
           acc[0] = __fma_rn(qv, qv, acc[0]), acc[1] = __fma_rn(cn, cn, acc[1]);
@@ -688,7 +740,7 @@ __device__ void cgd(const args_t &a, double (*sm)[RT]) {
    * E + 1), when itn runs (the loop's test below). */
   auto send_c = [&](int itn) {
     const double k = scal(a, RMAOP__RES_KOLD), bn = itn == 0 ? 0.0 : scal(a, RMAOP__RES_B);
-    if (!(itn < a.niter && k > a.tol))
+    if (!runs(a, itn, k))
       return;
     const double *co = a.c[cc_];
     send_early(a, 1, itn & 1, E + 1,
@@ -702,7 +754,8 @@ __device__ void cgd(const args_t &a, double (*sm)[RT]) {
   double kold = sc[RMAOP__RES_KOLD], b = 0.0;
   int it = 0;
   for (;;) {
-    if (!(it < a.niter && kold > a.tol)) return finish(a, it, kold <= a.tol ? RMAOP_REASON_TOL : RMAOP_REASON_NITER, kold);
+    if (!runs(a, it, kold))
+      return finish(a, it, kold <= a.tol ? RMAOP_REASON_TOL : RMAOP_REASON_NITER, kold);
     const int si = it; /* the iteration's profile stamps */
     stamp(a, si, 0);
     const double *cold = a.c[cc_];
@@ -710,16 +763,16 @@ __device__ void cgd(const args_t &a, double (*sm)[RT]) {
     const int first = it == 0, p = it & 1;
     /* c = r + b c (the start's c = r as given), t = D c; the neighbours' rows of c came from the last reduction
      * (send_c), t's rows are stored into the neighbours as they are made (halo 0, step Et) */
-    auto cval = [&](int64_t e) { return first ? ld(cold + e) : axpby(1.0, ld(a.r + e), b, ld(cold + e)); };
+    auto cval = [first, r = (const double *)a.r, b, cold](int64_t e) {
+      return first ? ld(cold + e) : axpby(1.0, ld(r + e), b, ld(cold + e));
+    };
     const uint64_t Ec = ++E, Et = ++E;
     elements(a, sm, 0, [&](int64_t e, double *) {
       const int64_t lr = row_of(e, w), i = e - lr * w;
       const double cn = cval(e);
-      if (near_edge(a, lr))
-        halo_wait(a, 1, p, lr, i, Ec);
-      const double tv = forward(a, a.sd.off + lr, i, [&](int64_t g, int64_t ii) {
-        return is_local(a.sd, g) ? cval((g - a.sd.off) * w + ii) : ghost_at(a, 1, p, g, ii);
-      });
+      const double tv = lean_row(a, lr, a.sd.int_lo, a.sd.int_hi)
+                            ? taps_lean<1>(a.sd.cint, [&](int d) { return d == 0 ? cn : cval(e + d * w); })
+                            : stencil_any<false>(a, 1, p, lr, i, Ec, cval);
       cnew[e] = cn; /* the stores after every load of the element */
       a.t[e] = tv;
       if (near_edge(a, lr))
@@ -732,11 +785,10 @@ __device__ void cgd(const args_t &a, double (*sm)[RT]) {
     /* Ac = D^H t (+ dg c, the sum's second term added last); c.Ac */
     elements(a, sm, 1, [&](int64_t e, double *acc) {
       const int64_t lr = row_of(e, w), i = e - lr * w;
-      if (near_edge(a, lr))
-        halo_wait(a, 0, p, lr, i, Et);
-      double qv = adjoint(a, a.sd.off + lr, i, [&](int64_t g, int64_t ii) {
-        return is_local(a.sd, g) ? ld(a.t + (g - a.sd.off) * w + ii) : ghost_at(a, 0, p, g, ii);
-      });
+      const double *t = a.t;
+      double qv = lean_row(a, lr, a.sd.jlo, a.sd.jhi)
+                      ? taps_lean<-1>(a.sd.cint, [&](int d) { return ld(t + e + d * w); })
+                      : stencil_any<true>(a, 0, p, lr, i, Et, [t](int64_t k) { return ld(t + k); });
       const double cn = ld(cnew + e);
       if (a.dg) qv = __dadd_rn(qv, __dmul_rn(ld(a.dg + e), cn));
       a.q[e] = qv;

@@ -58,6 +58,7 @@ typedef struct {
   rmaop__stencil_desc sd;  /* D: this rank's rows [sd.off, sd.off + sd.n), sd.ninner elements each */
   int gw;                  /* ghost rows on each side: max(hl, hr) */
   int inl;                 /* 1: the ghost areas hold inline messages (gw * ninner <= RMAOP__RES_INLINE_GHOST) */
+  int lean;                /* 1: the interior coefficients reach one row (cint[0] = cint[4] = 0, gw = 1) */
   int ghost_owner[2 * RMAOP__RES_MAX_GW]; /* the rank that sends ghost row gr (-1: a row outside the operator) */
   int nb;                  /* virtual dot blocks (rmaop__dev_dots' launch shape for n elements) */
   /* vectors (device memory, n elements). CGLS: x, s[0] = y - A x0, q = A c, r = A^H s, c[0] = r; s[1], c[1]

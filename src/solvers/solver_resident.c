@@ -198,6 +198,7 @@ static rmaop_status run(rmaop_op A, rmaop_op D, rmaop_vec dg, rmaop__res_args *a
   const int64_t ninner = a->sd.ninner, n = x->local_n;
   int64_t *rows = NULL, *offs = NULL;
   a->gw = a->sd.hl > a->sd.hr ? a->sd.hl : a->sd.hr;
+  a->lean = a->gw == 1 && a->sd.cint[0] == 0.0 && a->sd.cint[RMAOP__NK - 1] == 0.0;
   a->n = n;
   const int64_t want = (n + VIRTUAL_THREADS * 4 - 1) / (VIRTUAL_THREADS * 4);
   a->nb = n <= 0 ? 0 : (int)(want < 1 ? 1 : want > VIRTUAL_BLOCKS ? VIRTUAL_BLOCKS : want);

@@ -2,7 +2,8 @@
  * iterations run in one GPU kernel. Reference: the same solve on a context with RMAOP_SOLVER_SCALARS=host (the
  * host loop of src/solvers/solver.c): the same iterations and stopping reason, histories within 1e-10 relative per
  * entry, x within 1e-10 of the largest |x|. Problems: CGLS on first derivatives along axis 0 (1-D with empty ranks,
- * 1-D long and unevenly split, 2-D with halos small enough for inline messages and 2-D with halos put and
+ * 1-D long and unevenly split, 1-D centered over 5 points (reach 2: every row through the kernel's general
+ * stencil path, not the lean one), 2-D with halos small enough for inline messages and 2-D with halos put and
  * signalled), CG on D^H D + I (bench's derivspd) and D^H D + diag, likewise; consecutive solves of one window size
  * reuse the context's window, some on other data and longer than the solve before (the first of a shape after
  * the niter 0 of the one before), so that a word left over from the last solve would be read as this one's (the
@@ -141,11 +142,8 @@ START_TEST(test_cgls_resident) {
   const struct {
     int64_t n0, n1;
     rmaop_deriv_kind kind;
-  } shapes[] = {{0, 1, RMAOP_DERIV_CENTERED3},
-                {5003, 1, RMAOP_DERIV_CENTERED3},
-                {37, 6, RMAOP_DERIV_CENTERED3},
-                {300, 1, RMAOP_DERIV_FORWARD},
-                {40, 600, RMAOP_DERIV_CENTERED3}};
+  } shapes[] = {{0, 1, RMAOP_DERIV_CENTERED3}, {5003, 1, RMAOP_DERIV_CENTERED3}, {37, 6, RMAOP_DERIV_CENTERED3},
+                {300, 1, RMAOP_DERIV_FORWARD}, {3001, 1, RMAOP_DERIV_CENTERED5}, {40, 600, RMAOP_DERIV_CENTERED3}};
   for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; ++k) {
     rmaop_op op[2];
     for (int c = 0; c < 2; ++c)
