@@ -16,8 +16,8 @@
  * so the scalars, the history and x are those of the host-scalar loop on the same GPUs, bit for bit where the
  * stencil sums have at most two terms (every first derivative). A row whose taps are all local interior rows of a
  * stencil that reaches one row (every 3-point stencil) reads its three values before using any, with no ghost test
- * per tap (taps_lean): one such path took CGLS at 2^26 on 2 x H200 from 1.28x to 1.07x the streaming bound; the
- * other rows (near an edge, or every row of a wider stencil) go through the general path (stencil_any).
+ * per tap (taps_lean; CGLS at 2^26 on 2 x H200 went from 1.28x to 0.95x the streaming bound with it, PERFORMANCE.md).
+ * The other rows (near an edge, or every row of a wider stencil) go through the general path (stencil_any).
  *
  * Communication goes through the public device window API (include/rmaop/rmaop_device.cuh) on a window of the
  * solve: a reduction sends each rank's local sums into slot [me] of every rank as an inline message; every rank
