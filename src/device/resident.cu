@@ -295,6 +295,7 @@ template <typename V> __device__ __forceinline__ double adjoint(const args_t &a,
   return j >= a.sd.jlo && j < a.sd.jhi ? taps<-1>(a.sd.cint, j, i, v) : adjoint_edge(a, j, i, v);
 }
 
+/* Local row lr is within gw rows of this rank's first or last row: its taps may reach ghost rows. */
 __device__ __forceinline__ bool near_edge(const args_t &a, int64_t lr) {
   return lr < a.gw || lr >= a.sd.n - a.gw;
 }
