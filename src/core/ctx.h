@@ -92,6 +92,7 @@ struct rmaop_ctx_s {
    * and is collective. Destroyed with the context. */
   rmaop_win resident_win;
   size_t resident_win_key;
+  unsigned long resident_solves; /* solves the resident kernel ran to their end (tests check the path taken) */
   /* Node-shared host buffers (src/core/shmem.c): NULL when the context makes none. */
   struct rmaop__shm *shm;
   char last_error[1024];

@@ -264,6 +264,7 @@ static rmaop_status run(rmaop_op A, rmaop_op D, rmaop_vec dg, rmaop__res_args *a
                        "gave up", fn, ctx->rank);
     if (st == RMAOP_OK) {
       info->iterations = ctl.iterations, info->reason = (rmaop_reason)ctl.reason, info->kold = ctl.kold;
+      ++ctx->resident_solves;
       st = rmaop__dev_copy(ctx, info->history, a->hist, ((size_t)ctl.iterations + 1) * sizeof(double));
       if (st == RMAOP_OK) st = rmaop__dev_sync(ctx);
       if (st == RMAOP_OK && m.stamps) st = print_profile(ctx, a, m.stamps, ctl.iterations);

@@ -10,12 +10,15 @@
  * kernel zeroes them at its end); an unsupported operator
  * (a vstack, which falls back to device scalars); and a peer that stops communicating inside the kernel (its
  * niter is smaller): the others return RMAOP_ERR_TIMEOUT within twice the context's timeout, nothing hangs.
- * Device memory only (label gpu). */
+ * Each comparison also checks the path: on the rma-over-ipc rows the kernel ran the solve (the context counts the
+ * solves it ran), and it never ran the vstack's. Device memory only (label gpu). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ctx.h"    /* resident_solves: whether the kernel ran the solve */
+#include "ops/op_impl.h" /* the operator's context */
 #include "solver_test_util.h"
 
 enum { WATCHDOG_S = 60 };
@@ -82,7 +85,17 @@ typedef struct {
   int tol_at;  /* > 0: tol is the host solve's kold after tol_at iterations (a little above), so the tolerance
                 * stops both solves at that iteration or before; 0: run niter */
   double damp;
+  int kernel; /* 1: the resident kernel must run op[0]'s solve where the context is rma over ipc; -1: it must not
+               * (an operator it does not support); 0: either */
 } cfg;
+
+/* Whether ctx's solves of a supported operator go to the resident kernel: the rma backend over ipc (the ctest rows
+ * rma.*.ipc; the twosided row falls back). */
+static int kernel_ctx(rmaop_ctx ctx) {
+  rmaop_ctx_info ci;
+  RT_OK(rmaop_ctx_get_info(ctx, &ci));
+  return strcmp(ci.backend, "rma") == 0 && ci.rma.transport == RMAOP_TRANSPORT_IPC;
+}
 
 /* One solve on op[0] (resident context) and op[1] (host context), compared. */
 static void compare(rmaop_op op[2], cfg c, const char *what) {
@@ -104,6 +117,8 @@ static void compare(rmaop_op op[2], cfg c, const char *what) {
     tol = info[1].kold * (1.0 + 1e-9);
     rmaop_solver_info_destroy(&info[1]);
   }
+  const rmaop_ctx rctx = op[0]->ctx;
+  const unsigned long ran0 = rctx->resident_solves;
   for (int k = 0; k < 2; ++k) {
     rmaop_solver_options o;
     rmaop_solver_options_init(&o);
@@ -111,6 +126,11 @@ static void compare(rmaop_op op[2], cfg c, const char *what) {
     memset(&info[k], 0, sizeof info[k]);
     RT_OK(c.cg ? rmaop_solve_cg(op[k], y[k], x[k], &o, &info[k]) : rmaop_solve_cgls(op[k], y[k], x[k], &o, &info[k]));
   }
+  const unsigned long ran = rctx->resident_solves - ran0;
+  if (c.kernel > 0 && kernel_ctx(rctx))
+    RT_CHECK(ran == 1, "%s: the resident kernel did not run the solve (it fell back)", what);
+  if (c.kernel < 0)
+    RT_CHECK(ran == 0, "%s: the resident kernel ran a solve it does not support", what);
   if (c.tol_at > 0)
     RT_CHECK(info[1].reason == RMAOP_REASON_TOL && info[1].iterations <= c.tol_at, "%s: tol did not stop the host solve",
              what);
@@ -150,17 +170,17 @@ START_TEST(test_cgls_resident) {
       op[c] = shapes[k].n0 == 0 ? st_deriv_op(ctx[c], RMAOP_F64) : make_deriv(ctx[c], shapes[k].n0, shapes[k].n1, shapes[k].kind);
     char what[96];
     snprintf(what, sizeof what, "CGLS shape %zu niter", k);
-    compare(op, (cfg){.niter = 12}, what);
+    compare(op, (cfg){.niter = 12, .kernel = 1}, what);
     snprintf(what, sizeof what, "CGLS shape %zu damp x0", k);
-    compare(op, (cfg){.niter = 10, .damp = 0.3, .with_x0 = 1}, what);
+    compare(op, (cfg){.niter = 10, .damp = 0.3, .with_x0 = 1, .kernel = 1}, what);
     snprintf(what, sizeof what, "CGLS shape %zu tol", k);
-    compare(op, (cfg){.niter = 60, .tol_at = 7}, what);
+    compare(op, (cfg){.niter = 60, .tol_at = 7, .kernel = 1}, what);
     compare(op, (cfg){.niter = 0}, "CGLS niter 0");
     if (k == 1) { /* RMAOP_RESIDENT_PROFILE's stamps change nothing in the results (rank 0 prints them) */
       rmaop_ctx pc = profiled_ctx();
       rmaop_op pop[2] = {make_deriv(pc, shapes[k].n0, shapes[k].n1, shapes[k].kind), op[1]};
-      compare(pop, (cfg){.niter = 12}, "CGLS profiled");
-      compare(pop, (cfg){.niter = 60, .tol_at = 7}, "CGLS profiled, tol");
+      compare(pop, (cfg){.niter = 12, .kernel = 1}, "CGLS profiled");
+      compare(pop, (cfg){.niter = 60, .tol_at = 7, .kernel = 1}, "CGLS profiled, tol");
       rmaop_op_destroy(&pop[0]);
       rmaop_ctx_destroy(&pc);
     }
@@ -183,17 +203,17 @@ START_TEST(test_cg_resident) {
     }
     char what[96];
     snprintf(what, sizeof what, "CG %d niter", k);
-    compare(op, (cfg){.cg = 1, .niter = 15}, what);
+    compare(op, (cfg){.cg = 1, .niter = 15, .kernel = 1}, what);
     snprintf(what, sizeof what, "CG %d x0", k);
-    compare(op, (cfg){.cg = 1, .niter = 8, .with_x0 = 1}, what);
+    compare(op, (cfg){.cg = 1, .niter = 8, .with_x0 = 1, .kernel = 1}, what);
     snprintf(what, sizeof what, "CG %d tol", k);
-    compare(op, (cfg){.cg = 1, .niter = 60, .tol_at = 9}, what);
+    compare(op, (cfg){.cg = 1, .niter = 60, .tol_at = 9, .kernel = 1}, what);
     if (k == 1) {
       rmaop_ctx pc = profiled_ctx();
       rmaop_op D = make_deriv(pc, 4099, 1, RMAOP_DERIV_CENTERED3);
       rmaop_op pop[2] = {make_spd(D, 1), op[1]};
       rmaop_op_destroy(&D);
-      compare(pop, (cfg){.cg = 1, .niter = 15}, "CG profiled");
+      compare(pop, (cfg){.cg = 1, .niter = 15, .kernel = 1}, "CG profiled");
       rmaop_op_destroy(&pop[0]);
       rmaop_ctx_destroy(&pc);
     }
@@ -208,7 +228,7 @@ START_TEST(test_resident_fallback) {
   rmaop_ctx ctx[2] = {scalars_ctx("resident", 0), scalars_ctx("host", 0)};
   st_problem p[2] = {st_make_vstack(ctx[0], RMAOP_F64), st_make_vstack(ctx[1], RMAOP_F64)};
   rmaop_op op[2] = {p[0].A, p[1].A};
-  compare(op, (cfg){.niter = 6}, "CGLS vstack (fallback)");
+  compare(op, (cfg){.niter = 6, .kernel = -1}, "CGLS vstack (fallback)");
   st_problem_free(&p[0]), st_problem_free(&p[1]);
   rmaop_ctx_destroy(&ctx[0]), rmaop_ctx_destroy(&ctx[1]);
 }
