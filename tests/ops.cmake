@@ -38,7 +38,9 @@ rmaop_add_test(NAME solver_resident SOURCES mpi/test_solver_resident.c mpi/solve
                EXTRA_VARIANTS np1.rma.lock.ipc np2.rma.lock.ipc np3.rma.lock.ipc np4.rma.lock.ipc np2.rma.fence.ipc
                               np2.twosided
                PLACEMENTS multi ENV RMAOP_SOLVER_SCALARS=resident)
-target_include_directories(test_solver_resident PRIVATE ${PROJECT_SOURCE_DIR}/src) # the context's solve count
+if(TARGET test_solver_resident) # device memory only: not made without CUDA
+  target_include_directories(test_solver_resident PRIVATE ${PROJECT_SOURCE_DIR}/src) # the context's solve count
+endif()
 # test_solver_krylov: LSQR and pipelined CG against serial PyLops / Ghysels-Vanroose recurrences, the diagonal operator.
 rmaop_add_test(NAME solver_krylov SOURCES mpi/test_solver_krylov.c mpi/solver_test_util.c
                NP 1 2 3 4 MEMORY host device BACKENDS rma twosided nccl)
